@@ -1,0 +1,458 @@
+import {
+  ConfigurationError,
+  describeError,
+  isPermanentDeliveryError,
+  isRetryableDeliveryError,
+  OutboxError,
+} from './errors.js';
+import type { ClaimedMessage, OutboxStore, SettleRequest } from './outbox-store.js';
+import {
+  type Clock,
+  type IdGenerator,
+  type Logger,
+  randomId,
+  silentLogger,
+  systemClock,
+} from './ports.js';
+import { type BackoffOptions, backoffDelayMs, validateBackoff } from './retry-policy.js';
+import type { OutboundMessage, SenderRegistry } from './sender.js';
+import { dead, delivered, release, retry, type Settlement } from './settlement.js';
+
+/** Why a drain returned. */
+export type StopReason =
+  /** Nothing left that is due, claimable and sendable by this drain. */
+  | 'empty'
+  /** Too little time left for one more send plus a settle. */
+  | 'deadline'
+  /** The message limit or the subrequest budget is spent. */
+  | 'budget'
+  /** The caller's AbortSignal fired (shutdown). */
+  | 'aborted';
+
+export interface DrainOptions {
+  store: OutboxStore;
+  /** A sender per kind. Kinds without one are not claimed by this drain. */
+  senders: SenderRegistry;
+  /**
+   * When the invocation must be done: an absolute time, or a function returning the ms left
+   * (Lambda's `context.getRemainingTimeInMillis`). Default: no deadline.
+   */
+  deadline?: Date | (() => number);
+  /** Stop after claiming this many messages. Default: no limit. */
+  maxMessages?: number;
+  /**
+   * Most SQL round trips plus sends this drain may make (Workers cap subrequests per
+   * invocation: 50 on the free plan, 1000 on paid). Default: no limit.
+   */
+  subrequestBudget?: number;
+  /** Rows per claim. Default {@link DEFAULT_BATCH_SIZE}. */
+  batchSize?: number;
+  /** Sends in flight at once. Default {@link DEFAULT_CONCURRENCY}. */
+  concurrency?: number;
+  /** How long a claim holds its rows. Default {@link DEFAULT_LEASE_MS}. */
+  leaseMs?: number;
+  /** Time allowed per send; must leave room for a settle inside the lease. */
+  sendTimeoutMs?: number;
+  /** Time set aside for one SQL round trip (claim or settle). */
+  roundTripReserveMs?: number;
+  backoff?: BackoffOptions;
+  /**
+   * Whether a dead message blocks later messages with its ordering key until an operator
+   * retries or discards it. Default true: order is the promise, so a gap must be a decision.
+   */
+  deadHeadBlocks?: boolean;
+  /** Claim only these message keys: the after-commit kick. */
+  keys?: readonly string[];
+  /** Stop claiming and sending; what is in flight finishes and everything is settled. */
+  signal?: AbortSignal;
+  clock?: Clock;
+  newId?: IdGenerator;
+  /** Jitter source in [0, 1). */
+  random?: () => number;
+  logger?: Logger;
+}
+
+export interface DrainReport {
+  /** Rows claimed for sending. */
+  claimed: number;
+  delivered: number;
+  retried: number;
+  /** Set aside: permanent failures, exhausted attempts (including at claim time). */
+  dead: number;
+  /** Claimed but not sent (deadline, budget, shutdown): handed back, due now, attempt uncounted. */
+  released: number;
+  /** Outcomes not recorded because another drain had re-claimed the row: left to that drain. */
+  stale: number;
+  /** Claim statements run. */
+  batches: number;
+  /** SQL statements run (claims and settles). */
+  roundTrips: number;
+  /** Sender calls made. */
+  sends: number;
+  durationMs: number;
+  stopReason: StopReason;
+}
+
+/**
+ * 25 rows per claim: with 10 sends in flight, three waves of sends per lease, and a claim
+ * that returns in one packet or two even with kilobyte payloads.
+ */
+export const DEFAULT_BATCH_SIZE = 25;
+
+/** 10 sends at once: enough to hide provider latency without tripping typical rate limits. */
+export const DEFAULT_CONCURRENCY = 10;
+
+/**
+ * Two minutes: covers a full batch of waves of slow sends and its settle. If the drain dies,
+ * this is how long its rows wait before another drain takes them.
+ */
+export const DEFAULT_LEASE_MS = 2 * 60 * 1000;
+
+/** 15 s per send: well above a healthy provider's p99, well below the lease. */
+export const DEFAULT_SEND_TIMEOUT_MS = 15_000;
+
+/**
+ * 2 s per SQL round trip: Neon answers in milliseconds when warm, but a compute waking from
+ * suspend can take a second or more, and a settle that misses the deadline loses its outcomes.
+ */
+export const DEFAULT_ROUND_TRIP_RESERVE_MS = 2_000;
+
+/** Attempts at writing a batch's outcomes before giving up (the lease then covers for us). */
+const SETTLE_TRIES = 3;
+
+/**
+ * Runs one bounded drain: claim due messages, send them, record every outcome, repeat until
+ * nothing is due or the deadline or a budget says stop. Designed for a scheduled invocation:
+ * no timers keep running after it returns, and it returns with every claimed row either
+ * settled or released, so the next invocation never waits out a lease for work this one
+ * abandoned.
+ *
+ * Guarantees: a message is sent only after a claim that committed, so two overlapping drains
+ * never both send it while its lease lasts; every send starts only if it can finish (or time
+ * out) and be settled before both the lease and the deadline; outcome writes carry the claim
+ * token, so a late writer cannot overwrite a newer owner.
+ *
+ * @example
+ * const report = await drainOnce({
+ *   store: outbox.store(neonHttpExecutor(sql)),
+ *   senders: { email: sesSender(config) },
+ *   deadline: Date.now() + 25_000,
+ *   subrequestBudget: 1000,
+ * });
+ */
+export async function drainOnce(options: DrainOptions): Promise<DrainReport> {
+  const settings = resolveSettings(options);
+  const { clock, logger, store } = settings;
+  const startedAt = clock.now().getTime();
+  const timeLeftMs = deadlineReader(options.deadline, clock);
+  const report: DrainReport = {
+    claimed: 0,
+    delivered: 0,
+    retried: 0,
+    dead: 0,
+    released: 0,
+    stale: 0,
+    batches: 0,
+    roundTrips: 0,
+    sends: 0,
+    durationMs: 0,
+    stopReason: 'empty',
+  };
+  const budgetLeft = () => settings.subrequestBudget - report.roundTrips - report.sends;
+  // A batch is worth claiming only if one send and both round trips fit.
+  const batchCostMs = 2 * settings.roundTripReserveMs + settings.sendTimeoutMs;
+
+  for (;;) {
+    if (options.signal?.aborted) {
+      report.stopReason = 'aborted';
+      break;
+    }
+    const messagesLeft = settings.maxMessages - report.claimed;
+    // One claim, at least one send, one settle.
+    if (messagesLeft <= 0 || budgetLeft() < 3) {
+      report.stopReason = 'budget';
+      break;
+    }
+    if (timeLeftMs() < batchCostMs) {
+      report.stopReason = 'deadline';
+      break;
+    }
+
+    const claimedAt = clock.now();
+    const claimToken = settings.newId();
+    report.roundTrips += 1;
+    report.batches += 1;
+    const { claimed, exhausted } = await store.claim({
+      now: claimedAt,
+      claimToken,
+      limit: Math.min(settings.batchSize, messagesLeft, budgetLeft() - 1),
+      leaseMs: settings.leaseMs,
+      keys: options.keys,
+      deadHeadBlocks: settings.deadHeadBlocks,
+      kinds: settings.kinds,
+    });
+    report.claimed += claimed.length;
+    report.dead += exhausted.length;
+    for (const message of exhausted) {
+      logger.warn('message dead: attempts exhausted by crashed drains', logFields(message));
+    }
+    if (claimed.length === 0) {
+      if (exhausted.length === 0) {
+        report.stopReason = 'empty';
+        break;
+      }
+      continue;
+    }
+
+    const leaseEndsAt = claimedAt.getTime() + settings.leaseMs;
+    const outcomes = await sendBatch(claimed, leaseEndsAt, timeLeftMs, settings, report, options);
+    await settleBatch(claimed, claimToken, outcomes, settings, report);
+    logger.debug('batch settled', { batch: report.batches, claimed: claimed.length });
+  }
+
+  report.durationMs = clock.now().getTime() - startedAt;
+  logger.info('drain finished', { ...report });
+  return report;
+}
+
+interface Settings {
+  store: OutboxStore;
+  senders: SenderRegistry;
+  kinds: string[];
+  maxMessages: number;
+  subrequestBudget: number;
+  batchSize: number;
+  concurrency: number;
+  leaseMs: number;
+  sendTimeoutMs: number;
+  roundTripReserveMs: number;
+  backoff: BackoffOptions;
+  deadHeadBlocks: boolean;
+  clock: Clock;
+  newId: IdGenerator;
+  random: () => number;
+  logger: Logger;
+}
+
+function resolveSettings(options: DrainOptions): Settings {
+  const kinds = Object.keys(options.senders);
+  if (kinds.length === 0)
+    throw new ConfigurationError('drainOnce: senders must name one kind or more');
+  const settings: Settings = {
+    store: options.store,
+    senders: options.senders,
+    kinds,
+    maxMessages: options.maxMessages ?? Number.POSITIVE_INFINITY,
+    subrequestBudget: options.subrequestBudget ?? Number.POSITIVE_INFINITY,
+    batchSize: options.batchSize ?? DEFAULT_BATCH_SIZE,
+    concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
+    leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,
+    sendTimeoutMs: options.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS,
+    roundTripReserveMs: options.roundTripReserveMs ?? DEFAULT_ROUND_TRIP_RESERVE_MS,
+    backoff: options.backoff ?? {},
+    deadHeadBlocks: options.deadHeadBlocks ?? true,
+    clock: options.clock ?? systemClock,
+    newId: options.newId ?? randomId,
+    random: options.random ?? Math.random,
+    logger: options.logger ?? silentLogger,
+  };
+  for (const name of ['batchSize', 'concurrency'] as const) {
+    const value = settings[name];
+    if (!Number.isInteger(value) || value < 1 || value > 1000) {
+      throw new ConfigurationError(`drainOnce: ${name} must be an integer from 1 to 1000`);
+    }
+  }
+  for (const name of ['maxMessages', 'subrequestBudget'] as const) {
+    if (!(settings[name] >= 0)) throw new ConfigurationError(`drainOnce: ${name} must be >= 0`);
+  }
+  for (const name of ['leaseMs', 'sendTimeoutMs', 'roundTripReserveMs'] as const) {
+    const value = settings[name];
+    if (!Number.isFinite(value) || value <= 0) {
+      throw new ConfigurationError(`drainOnce: ${name} must be a positive number of ms`);
+    }
+  }
+  // The invariant that makes leases safe: a send that starts can finish and be settled
+  // before the lease runs out, so no other drain can claim a row while its send may run.
+  if (settings.sendTimeoutMs + settings.roundTripReserveMs >= settings.leaseMs) {
+    throw new ConfigurationError(
+      `drainOnce: leaseMs (${settings.leaseMs}) must exceed sendTimeoutMs (${settings.sendTimeoutMs}) plus roundTripReserveMs (${settings.roundTripReserveMs})`,
+    );
+  }
+  validateBackoff(settings.backoff);
+  return settings;
+}
+
+function deadlineReader(deadline: DrainOptions['deadline'], clock: Clock): () => number {
+  if (deadline === undefined) return () => Number.POSITIVE_INFINITY;
+  if (typeof deadline === 'function') return deadline;
+  if (Number.isNaN(deadline.getTime())) throw new ConfigurationError('drainOnce: invalid deadline');
+  return () => deadline.getTime() - clock.now().getTime();
+}
+
+/**
+ * Sends a batch with at most `concurrency` in flight. A message is sent only if its full send
+ * timeout plus a settle fits before both the lease ends and the deadline; otherwise (and after
+ * an abort) it is released unsent.
+ */
+async function sendBatch(
+  batch: readonly ClaimedMessage[],
+  leaseEndsAt: number,
+  timeLeftMs: () => number,
+  settings: Settings,
+  report: DrainReport,
+  options: DrainOptions,
+): Promise<Settlement[]> {
+  const outcomes: Settlement[] = new Array(batch.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < batch.length) {
+      const index = next++;
+      const message = batch[index]!;
+      const now = settings.clock.now().getTime();
+      const room = Math.min(timeLeftMs(), leaseEndsAt - now) - settings.roundTripReserveMs;
+      if (
+        options.signal?.aborted ||
+        room < settings.sendTimeoutMs ||
+        budgetSpent(settings, report)
+      ) {
+        outcomes[index] = release(settings.clock.now());
+        continue;
+      }
+      report.sends += 1;
+      const error = await sendWithTimeout(message, settings);
+      outcomes[index] = outcomeOf(message, error, settings);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(settings.concurrency, batch.length) }, worker));
+  return outcomes;
+}
+
+/** Sends already counted plus the settle still owed must stay within the budget. */
+function budgetSpent(settings: Settings, report: DrainReport): boolean {
+  return report.roundTrips + report.sends + 1 >= settings.subrequestBudget;
+}
+
+/** Resolves to undefined on success, or the failure. Never rejects, never outlives its timeout. */
+async function sendWithTimeout(message: ClaimedMessage, settings: Settings): Promise<unknown> {
+  const sender = settings.senders[message.kind]!;
+  const signal = AbortSignal.timeout(settings.sendTimeoutMs);
+  const outbound: OutboundMessage = {
+    key: message.key,
+    kind: message.kind,
+    payload: message.payload,
+    attempt: message.attempts,
+    maxAttempts: message.maxAttempts,
+    id: message.id,
+    orderingKey: message.orderingKey,
+    createdAt: message.createdAt,
+  };
+  const timedOut = new Promise<unknown>((resolve) => {
+    signal.addEventListener(
+      'abort',
+      () =>
+        resolve(
+          new SendTimeoutError(`send timed out after ${settings.sendTimeoutMs} ms`, signal.reason),
+        ),
+      { once: true },
+    );
+  });
+  const sent = Promise.resolve()
+    .then(() => sender(outbound, signal))
+    .then(
+      () => undefined,
+      (error: unknown) => error ?? new Error('sender rejected with no reason'),
+    );
+  return Promise.race([sent, timedOut]);
+}
+
+class SendTimeoutError extends Error {
+  constructor(message: string, cause: unknown) {
+    super(message, { cause });
+    this.name = 'SendTimeoutError';
+  }
+}
+
+function outcomeOf(message: ClaimedMessage, error: unknown, settings: Settings): Settlement {
+  if (error === undefined) return delivered();
+  const description = describeError(error);
+  if (isPermanentDeliveryError(error)) return dead(`permanent failure: ${description}`);
+  if (message.attempts >= message.maxAttempts) {
+    return dead(`attempts exhausted (${message.attempts}/${message.maxAttempts}): ${description}`);
+  }
+  const retryAfterMs = isRetryableDeliveryError(error) ? error.retryAfterMs : undefined;
+  const delayMs = backoffDelayMs(message.attempts, settings.backoff, settings.random, retryAfterMs);
+  return retry(new Date(settings.clock.now().getTime() + delayMs), description);
+}
+
+/**
+ * Records every outcome of a batch in one statement. A failed write is tried again while time
+ * and budget allow; if it still fails, the rows keep their lease and another drain takes them
+ * after it: sent ones go out again with the same key, which is what the key is for.
+ */
+async function settleBatch(
+  batch: readonly ClaimedMessage[],
+  claimToken: string,
+  outcomes: readonly Settlement[],
+  settings: Settings,
+  report: DrainReport,
+): Promise<void> {
+  const requests: SettleRequest[] = batch.map((message, index) => ({
+    id: message.id,
+    claimToken,
+    settlement: outcomes[index]!,
+  }));
+  let lastError: unknown;
+  for (let tryNumber = 1; tryNumber <= SETTLE_TRIES; tryNumber++) {
+    if (tryNumber > 1 && report.roundTrips + report.sends >= settings.subrequestBudget) break;
+    report.roundTrips += 1;
+    try {
+      const { stale } = await settings.store.settle(requests, settings.clock.now());
+      tally(requests, new Set(stale), report, settings.logger);
+      return;
+    } catch (error) {
+      lastError = error;
+      settings.logger.warn('settle failed', { tryNumber, error: describeError(error) });
+    }
+  }
+  throw Object.assign(
+    new OutboxError(
+      'OUTBOX_DATABASE',
+      `could not record the outcomes of ${requests.length} messages; their leases will expire and another drain will take them`,
+      { cause: lastError },
+    ),
+    { report },
+  );
+}
+
+function tally(
+  requests: readonly SettleRequest[],
+  stale: ReadonlySet<string>,
+  report: DrainReport,
+  logger: Logger,
+): void {
+  for (const { id, settlement } of requests) {
+    if (stale.has(id)) {
+      report.stale += 1;
+      logger.warn('stale settle: another drain owns this message now', { id, settlement });
+      continue;
+    }
+    switch (settlement.outcome) {
+      case 'delivered':
+        report.delivered += 1;
+        break;
+      case 'retry':
+        report.retried += 1;
+        break;
+      case 'dead':
+        report.dead += 1;
+        break;
+      case 'release':
+        report.released += 1;
+        break;
+    }
+  }
+}
+
+function logFields(message: { id: string; key: string; kind: string; attempts: number }) {
+  return { id: message.id, key: message.key, kind: message.kind, attempts: message.attempts };
+}

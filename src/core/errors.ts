@@ -1,0 +1,100 @@
+/**
+ * Typed errors with stable `name` and `code` values.
+ *
+ * Check errors with {@link isOutboxError} or by `code`, not with `instanceof`: two copies of this
+ * package in one bundle (or an error crossing a Worker boundary) break `instanceof`, while the
+ * `code` string survives both.
+ */
+
+export type OutboxErrorCode =
+  | 'OUTBOX_VALIDATION'
+  | 'OUTBOX_PERMANENT_DELIVERY'
+  | 'OUTBOX_RETRYABLE_DELIVERY'
+  | 'OUTBOX_CONFIGURATION'
+  | 'OUTBOX_DATABASE';
+
+/** Base class of every error this library throws on purpose. */
+export class OutboxError extends Error {
+  readonly code: OutboxErrorCode;
+
+  constructor(code: OutboxErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'OutboxError';
+    this.code = code;
+  }
+}
+
+/**
+ * Input was rejected before anything was written. `field` names the offending input, as a path
+ * such as `messages[2].payload.to`, so an HTTP edge can turn it into a 400 that names the field.
+ */
+export class ValidationError extends OutboxError {
+  readonly field: string;
+
+  constructor(field: string, message: string, options?: { cause?: unknown }) {
+    super('OUTBOX_VALIDATION', `${field}: ${message}`, options);
+    this.name = 'ValidationError';
+    this.field = field;
+  }
+}
+
+/** The provider refused the message for good: retrying cannot help, so it goes to dead letter. */
+export class PermanentDeliveryError extends OutboxError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('OUTBOX_PERMANENT_DELIVERY', message, options);
+    this.name = 'PermanentDeliveryError';
+  }
+}
+
+/**
+ * The send failed in a way that may pass: the message is retried after backoff. `retryAfterMs`
+ * carries a provider hint (HTTP `Retry-After`, throttling); it wins when it is later than backoff.
+ */
+export class RetryableDeliveryError extends OutboxError {
+  readonly retryAfterMs: number | undefined;
+
+  constructor(message: string, options?: { cause?: unknown; retryAfterMs?: number }) {
+    super('OUTBOX_RETRYABLE_DELIVERY', message, options);
+    this.name = 'RetryableDeliveryError';
+    this.retryAfterMs = options?.retryAfterMs;
+  }
+}
+
+/** The library was set up wrongly (bad option, missing sender, unmigrated schema). */
+export class ConfigurationError extends OutboxError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('OUTBOX_CONFIGURATION', message, options);
+    this.name = 'ConfigurationError';
+  }
+}
+
+/** True for any error this library raised on purpose, across package copies. */
+export function isOutboxError(error: unknown): error is OutboxError {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    'code' in error &&
+    typeof error.code === 'string' &&
+    error.code.startsWith('OUTBOX_')
+  );
+}
+
+export function isValidationError(error: unknown): error is ValidationError {
+  return isOutboxError(error) && error.code === 'OUTBOX_VALIDATION';
+}
+
+export function isPermanentDeliveryError(error: unknown): error is PermanentDeliveryError {
+  return isOutboxError(error) && error.code === 'OUTBOX_PERMANENT_DELIVERY';
+}
+
+export function isRetryableDeliveryError(error: unknown): error is RetryableDeliveryError {
+  return isOutboxError(error) && error.code === 'OUTBOX_RETRYABLE_DELIVERY';
+}
+
+/** A one-line description of any thrown value, for logs and the `last_error` column. */
+export function describeError(error: unknown): string {
+  if (error instanceof Error) {
+    return error.message ? `${error.name}: ${error.message}` : error.name;
+  }
+  return String(error);
+}

@@ -1,0 +1,290 @@
+import { ValidationError } from './errors.js';
+import type { IdGenerator } from './ports.js';
+
+/** JSON as Postgres `jsonb` stores it: no `undefined`, no functions, no NaN, no class instances. */
+export type JsonValue =
+  | null
+  | boolean
+  | number
+  | string
+  | JsonValue[]
+  | { [key: string]: JsonValue };
+
+/** What a caller asks to send. Only `kind` and `payload` are required. */
+export interface NewMessage<Payload = JsonValue> {
+  /** Which sender delivers it: `email`, `webhook`, or a kind you registered. */
+  kind: string;
+  payload: Payload;
+  /**
+   * The stable ID receivers use to drop duplicates. Generated (UUID v4) when omitted; pass your
+   * own UUID when the caller already has an idempotency key for this side effect.
+   */
+  key?: string;
+  /** Messages sharing an ordering key are delivered one at a time, in enqueue order. */
+  orderingKey?: string;
+  /**
+   * Enqueueing twice with one dedupe key yields one message (the first); the second call returns
+   * the first message's key. Unique among rows still in the table: once purged, a key may recur.
+   */
+  dedupeKey?: string;
+  /** Deliver no earlier than this. Mutually exclusive with `delayMs`. */
+  dueAt?: Date;
+  /** Deliver no earlier than this many milliseconds after enqueue. */
+  delayMs?: number;
+  /** Attempts before the message is set aside as dead. Default {@link DEFAULT_MAX_ATTEMPTS}. */
+  maxAttempts?: number;
+}
+
+/** A message ready to insert: validated, defaults applied, payload serialised once. */
+export interface PreparedMessage {
+  key: string;
+  kind: string;
+  payloadJson: string;
+  orderingKey: string | null;
+  dedupeKey: string | null;
+  /** An absolute due time, or `null` for "the database clock at insert, plus `delayMs`". */
+  dueAt: Date | null;
+  delayMs: number;
+  maxAttempts: number;
+}
+
+/**
+ * 256 KiB of serialised JSON. The outbox row is read on every claim, so large payloads cost every
+ * drain; this matches the SQS/SNS message limit users already design around. Store big bodies
+ * elsewhere and put a reference in the payload.
+ */
+export const MAX_PAYLOAD_BYTES = 256 * 1024;
+
+/**
+ * Ten attempts with the default backoff (1 s base, 15 min cap) span roughly an hour and a half of
+ * retries: long enough to ride out a provider incident, short enough that a broken message reaches
+ * dead letter the same day.
+ */
+export const DEFAULT_MAX_ATTEMPTS = 10;
+
+/** Upper bound on `maxAttempts`; beyond this a message is effectively never set aside. */
+export const MAX_MAX_ATTEMPTS = 1000;
+
+/** Ordering and dedupe keys are indexed; 200 characters covers any natural ID plus a prefix. */
+export const MAX_KEY_LENGTH = 200;
+
+/** Messages per enqueue call: one statement carries them all, so keep its parameters bounded. */
+export const MAX_MESSAGES_PER_ENQUEUE = 1000;
+
+/** Kind names are identifiers that appear in metrics labels and URLs. */
+const KIND_PATTERN = /^[a-z][a-z0-9_.:-]{0,62}$/;
+
+/** A typo such as `orderKey` must fail loudly, not silently drop the ordering guarantee. */
+const MESSAGE_PROPERTIES = new Set([
+  'kind',
+  'payload',
+  'key',
+  'orderingKey',
+  'dedupeKey',
+  'dueAt',
+  'delayMs',
+  'maxAttempts',
+]);
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Checks one kind's payload at enqueue; throws {@link ValidationError} naming the field. */
+export type PayloadValidator = (payload: JsonValue, field: string) => void;
+
+/** Kinds known to enqueue, each with an optional payload check. */
+export type KindRegistry = ReadonlyMap<string, PayloadValidator | undefined>;
+
+export function isValidKindName(kind: string): boolean {
+  return KIND_PATTERN.test(kind);
+}
+
+/**
+ * Validates and normalises what a caller passed to enqueue, one entry per input message, in
+ * order. Throws {@link ValidationError} on the first problem, before anything is written.
+ */
+export function prepareMessages(
+  input: unknown,
+  kinds: KindRegistry,
+  newId: IdGenerator,
+): PreparedMessage[] {
+  const list = Array.isArray(input) ? input : [input];
+  const single = !Array.isArray(input);
+  if (list.length === 0) {
+    throw new ValidationError('messages', 'expected at least one message');
+  }
+  if (list.length > MAX_MESSAGES_PER_ENQUEUE) {
+    throw new ValidationError(
+      'messages',
+      `at most ${MAX_MESSAGES_PER_ENQUEUE} messages per call, got ${list.length}`,
+    );
+  }
+  const prepared: PreparedMessage[] = [];
+  const seenKeys = new Set<string>();
+  list.forEach((candidate, index) => {
+    const field = single ? 'message' : `messages[${index}]`;
+    const message = prepareMessage(candidate, field, kinds, newId);
+    if (seenKeys.has(message.key)) {
+      throw new ValidationError(`${field}.key`, 'the same key appears twice in one call');
+    }
+    seenKeys.add(message.key);
+    prepared.push(message);
+  });
+  return prepared;
+}
+
+function prepareMessage(
+  candidate: unknown,
+  field: string,
+  kinds: KindRegistry,
+  newId: IdGenerator,
+): PreparedMessage {
+  if (!isPlainObject(candidate)) {
+    throw new ValidationError(field, 'expected an object with kind and payload');
+  }
+  const message = candidate as Record<string, unknown>;
+  for (const name of Object.keys(message)) {
+    if (!MESSAGE_PROPERTIES.has(name)) {
+      throw new ValidationError(`${field}.${name}`, 'unknown property');
+    }
+  }
+
+  const kind = message.kind;
+  if (typeof kind !== 'string' || !isValidKindName(kind)) {
+    throw new ValidationError(
+      `${field}.kind`,
+      'expected a kind name: lowercase letters, digits and _ . : - (at most 63 characters)',
+    );
+  }
+  if (!kinds.has(kind)) {
+    const registered = [...kinds.keys()].sort().join(', ') || 'none';
+    throw new ValidationError(
+      `${field}.kind`,
+      `unknown kind "${kind}" (registered: ${registered})`,
+    );
+  }
+
+  if (!('payload' in message)) throw new ValidationError(`${field}.payload`, 'is required');
+  assertJson(message.payload, `${field}.payload`);
+  const payload = message.payload as JsonValue;
+  const payloadJson = JSON.stringify(payload);
+  const payloadBytes = new TextEncoder().encode(payloadJson).byteLength;
+  if (payloadBytes > MAX_PAYLOAD_BYTES) {
+    throw new ValidationError(
+      `${field}.payload`,
+      `is ${payloadBytes} bytes as JSON; the limit is ${MAX_PAYLOAD_BYTES}`,
+    );
+  }
+  kinds.get(kind)?.(payload, `${field}.payload`);
+
+  let key: string;
+  if (message.key === undefined) {
+    key = newId();
+  } else if (typeof message.key === 'string' && UUID_PATTERN.test(message.key)) {
+    key = message.key.toLowerCase();
+  } else {
+    throw new ValidationError(`${field}.key`, 'expected a UUID');
+  }
+
+  return {
+    key,
+    kind,
+    payloadJson,
+    orderingKey: optionalKey(message.orderingKey, `${field}.orderingKey`),
+    dedupeKey: optionalKey(message.dedupeKey, `${field}.dedupeKey`),
+    ...dueTime(message.dueAt, message.delayMs, field),
+    maxAttempts: maxAttempts(message.maxAttempts, `${field}.maxAttempts`),
+  };
+}
+
+function optionalKey(value: unknown, field: string): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_KEY_LENGTH) {
+    throw new ValidationError(field, `expected a string of 1 to ${MAX_KEY_LENGTH} characters`);
+  }
+  // NUL cannot be stored in Postgres text; reject it here rather than fail the whole insert.
+  if (value.includes('\u0000')) throw new ValidationError(field, 'must not contain NUL');
+  return value;
+}
+
+function dueTime(
+  dueAt: unknown,
+  delayMs: unknown,
+  field: string,
+): { dueAt: Date | null; delayMs: number } {
+  if (dueAt !== undefined && delayMs !== undefined) {
+    throw new ValidationError(`${field}.dueAt`, 'give dueAt or delayMs, not both');
+  }
+  if (dueAt !== undefined) {
+    if (!(dueAt instanceof Date) || Number.isNaN(dueAt.getTime())) {
+      throw new ValidationError(`${field}.dueAt`, 'expected a valid Date');
+    }
+    return { dueAt, delayMs: 0 };
+  }
+  if (delayMs !== undefined) {
+    if (typeof delayMs !== 'number' || !Number.isFinite(delayMs) || delayMs < 0) {
+      throw new ValidationError(`${field}.delayMs`, 'expected a non-negative number');
+    }
+    return { dueAt: null, delayMs: Math.round(delayMs) };
+  }
+  return { dueAt: null, delayMs: 0 };
+}
+
+function maxAttempts(value: unknown, field: string): number {
+  if (value === undefined) return DEFAULT_MAX_ATTEMPTS;
+  if (
+    typeof value !== 'number' ||
+    !Number.isInteger(value) ||
+    value < 1 ||
+    value > MAX_MAX_ATTEMPTS
+  ) {
+    throw new ValidationError(field, `expected an integer from 1 to ${MAX_MAX_ATTEMPTS}`);
+  }
+  return value;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const prototype = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
+
+/**
+ * Accepts exactly the values that survive a JSON round trip unchanged, so what the sender reads
+ * is what the caller wrote. `JSON.stringify` would silently drop `undefined`, turn `NaN` into
+ * null and a `Date` into a string; we refuse those instead, naming the path.
+ */
+function assertJson(value: unknown, field: string, depth = 0): void {
+  if (depth > 64) throw new ValidationError(field, 'is nested more than 64 levels deep');
+  switch (typeof value) {
+    case 'string':
+      if (value.includes('\u0000')) {
+        throw new ValidationError(field, 'contains NUL, which jsonb cannot store');
+      }
+      return;
+    case 'boolean':
+      return;
+    case 'number':
+      if (!Number.isFinite(value)) throw new ValidationError(field, `${value} is not JSON`);
+      return;
+    case 'object': {
+      if (value === null) return;
+      if (Array.isArray(value)) {
+        for (const [index, item] of value.entries()) {
+          assertJson(item, `${field}[${index}]`, depth + 1);
+        }
+        return;
+      }
+      if (!isPlainObject(value)) {
+        const name = (value as object).constructor?.name ?? 'object';
+        throw new ValidationError(field, `a ${name} is not JSON; convert it first`);
+      }
+      for (const [name, item] of Object.entries(value)) {
+        if (name.includes('\u0000')) throw new ValidationError(field, 'a property name has NUL');
+        assertJson(item, `${field}.${name}`, depth + 1);
+      }
+      return;
+    }
+    default:
+      throw new ValidationError(field, `a ${typeof value} is not JSON`);
+  }
+}

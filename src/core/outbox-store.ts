@@ -1,0 +1,88 @@
+import type { JsonValue } from './message.js';
+import type { Settlement } from './settlement.js';
+
+export type MessageState = 'pending' | 'claimed' | 'delivered' | 'dead';
+
+export const MESSAGE_STATES: readonly MessageState[] = ['pending', 'claimed', 'delivered', 'dead'];
+
+/** One outbox row, as operators and senders see it. */
+export interface MessageRecord {
+  /** bigint identity, as a string: it may exceed 2^53. */
+  id: string;
+  /** The stable ID receivers deduplicate on. */
+  key: string;
+  kind: string;
+  payload: JsonValue;
+  orderingKey: string | null;
+  dedupeKey: string | null;
+  state: MessageState;
+  attempts: number;
+  maxAttempts: number;
+  /** Pending: when it is due. Claimed: when the lease runs out. */
+  dueAt: Date;
+  claimedAt: Date | null;
+  lastError: string | null;
+  createdAt: Date;
+  deliveredAt: Date | null;
+  deadAt: Date | null;
+}
+
+/** A claim's result: the row and the token that proves ownership in every later write. */
+export interface ClaimedMessage extends MessageRecord {
+  claimToken: string;
+}
+
+export interface ClaimRequest {
+  now: Date;
+  claimToken: string;
+  limit: number;
+  leaseMs: number;
+  /** Claim only these message keys (the after-commit kick); undefined claims any due row. */
+  keys?: readonly string[];
+  /** Whether a dead message blocks later messages with its ordering key. */
+  deadHeadBlocks: boolean;
+  /** Claim only these kinds: the ones this drain has senders for. */
+  kinds: readonly string[];
+}
+
+export interface ClaimResult {
+  /** Rows now claimed by this token, to be sent. */
+  claimed: ClaimedMessage[];
+  /** Rows the claim set aside as dead: their final attempt's lease ran out unsettled. */
+  exhausted: MessageRecord[];
+}
+
+export interface SettleRequest {
+  id: string;
+  claimToken: string;
+  settlement: Settlement;
+}
+
+export interface SettleResult {
+  /** Ids written. */
+  settled: string[];
+  /** Ids whose claim token no longer matched: another drain owns them now; left unchanged. */
+  stale: string[];
+}
+
+export interface OutboxStats {
+  pending: number;
+  /** Pending and due now. */
+  due: number;
+  /** Claimed with a live lease: being sent right now. */
+  claimed: number;
+  /** Claimed, but the lease has run out: the drain died; claimable again. */
+  leaseExpired: number;
+  delivered: number;
+  dead: number;
+  /** Age in ms of the oldest message due now and not held by a live lease; 0 when none. */
+  lagMs: number;
+  oldestDueAt: Date | null;
+}
+
+/** The storage operations the drain and the admin surfaces need. */
+export interface OutboxStore {
+  claim(request: ClaimRequest): Promise<ClaimResult>;
+  /** Every outcome in ONE statement, each guarded by its claim token. */
+  settle(requests: readonly SettleRequest[], now: Date): Promise<SettleResult>;
+}

@@ -1,0 +1,68 @@
+/**
+ * Postgres errors, mapped at the edge: a driver error keeps its SQLSTATE `code` and gains a
+ * `retryable` flag, so callers and the drain decide by code, not by message text.
+ */
+
+/**
+ * SQLSTATEs where running the same statement again may succeed: connection loss, failover,
+ * serialization and deadlock aborts, resource pressure, and Neon compute waking up. Anything
+ * else (constraint violations, syntax, permissions) will fail the same way again.
+ */
+export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set([
+  '08000', // connection_exception
+  '08001', // sqlclient_unable_to_establish_sqlconnection
+  '08003', // connection_does_not_exist
+  '08004', // sqlserver_rejected_establishment_of_sqlconnection
+  '08006', // connection_failure
+  '08007', // transaction_resolution_unknown
+  '40001', // serialization_failure
+  '40P01', // deadlock_detected
+  '53000', // insufficient_resources
+  '53100', // disk_full
+  '53200', // out_of_memory
+  '53300', // too_many_connections
+  '55P03', // lock_not_available
+  '57P01', // admin_shutdown (failover, compute suspend)
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now (starting up)
+]);
+
+/** Network-level failures that never reached Postgres. */
+const RETRYABLE_NETWORK_CODES: ReadonlySet<string> = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+export interface DatabaseErrorFields {
+  /** SQLSTATE when Postgres answered, or a Node network code. */
+  code?: string;
+  constraint?: string;
+  detail?: string;
+  /** True when the same statement may succeed if run again. */
+  retryable: boolean;
+}
+
+/**
+ * Marks a driver error with `retryable` and returns it unchanged otherwise, so the original
+ * driver error (stack, SQLSTATE, detail) reaches the caller intact.
+ */
+export function mapDatabaseError(error: unknown): unknown {
+  if (typeof error !== 'object' || error === null) return error;
+  const code = 'code' in error && typeof error.code === 'string' ? error.code : undefined;
+  const retryable =
+    code !== undefined && (RETRYABLE_SQLSTATES.has(code) || RETRYABLE_NETWORK_CODES.has(code));
+  Object.defineProperty(error, 'retryable', { value: retryable, configurable: true });
+  return error;
+}
+
+/** True when a database error may pass if the statement is run again. */
+export function isRetryableDatabaseError(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  if ('retryable' in error) return error.retryable === true;
+  const code = 'code' in error && typeof error.code === 'string' ? error.code : '';
+  return RETRYABLE_SQLSTATES.has(code) || RETRYABLE_NETWORK_CODES.has(code);
+}

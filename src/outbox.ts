@@ -1,0 +1,183 @@
+import { ConfigurationError, ValidationError } from './core/errors.js';
+import {
+  isValidKindName,
+  type KindRegistry,
+  type NewMessage,
+  type PayloadValidator,
+  type PreparedMessage,
+  prepareMessages,
+} from './core/message.js';
+import {
+  type BatchSqlExecutor,
+  type IdGenerator,
+  randomId,
+  type SqlExecutor,
+  type Statement,
+} from './core/ports.js';
+import { type MigrateResult, migrate } from './store/migrate.js';
+import { PostgresOutboxStore } from './store/postgres-store.js';
+import { DEFAULT_SCHEMA, quoteSchema } from './store/schema-name.js';
+import { outboxStatements } from './store/statements.js';
+
+/** The kinds every outbox knows; their senders ship with this package. */
+export const BUILT_IN_KINDS = ['email', 'webhook'] as const;
+
+export interface OutboxOptions {
+  /** Schema holding the outbox tables. Default `outbox`. */
+  schema?: string;
+  /**
+   * Kinds besides `email` and `webhook`, each with an optional payload check run at enqueue.
+   * A built-in kind listed here gets your check instead of none.
+   */
+  kinds?: Record<string, PayloadValidator | true>;
+  /** Makes message keys; default random UUID v4. */
+  newId?: IdGenerator;
+}
+
+/** What `enqueueStatement` hands back: one statement to run in your own transaction. */
+export interface EnqueueStatement {
+  statement: Statement;
+  /**
+   * The keys this statement writes, in input order. When a message carries a dedupe key that
+   * already exists, the stored message's key stands instead: read it with `keysFromRows`.
+   */
+  keys: string[];
+  /** Keys in input order from the statement's result rows, dedupe conflicts resolved. */
+  keysFromRows(rows: readonly Record<string, unknown>[]): string[];
+}
+
+export interface Outbox {
+  readonly schema: string;
+  readonly kinds: KindRegistry;
+  /**
+   * Writes messages inside the caller's open transaction, in one statement: they are sent if,
+   * and only if, that transaction commits. Validates everything first and throws
+   * {@link ValidationError} naming the field, having written nothing. Returns the message keys
+   * in input order; a message whose dedupe key already exists returns the existing key.
+   *
+   * @example
+   * await client.query('BEGIN');
+   * await client.query('INSERT INTO users (email) VALUES ($1)', [email]);
+   * const [key] = await outbox.enqueue(pgExecutor(client), {
+   *   kind: 'email',
+   *   payload: { to: [email], subject: 'Welcome', text: 'Hello!' },
+   * });
+   * await client.query('COMMIT');
+   */
+  enqueue(tx: SqlExecutor, messages: NewMessage | readonly NewMessage[]): Promise<string[]>;
+  /**
+   * The same write as a statement, for drivers with no interactive transaction: place it in
+   * Neon's `sql.transaction([...])` beside your domain write (see `neonHttpQuery`).
+   */
+  enqueueStatement(messages: NewMessage | readonly NewMessage[]): EnqueueStatement;
+  /** The store for drains and admin operations, over any executor. */
+  store(db: SqlExecutor): PostgresOutboxStore;
+  /** Brings this outbox's schema up to date; see {@link migrate}. */
+  migrate(db: BatchSqlExecutor): Promise<MigrateResult>;
+}
+
+/**
+ * Sets up an outbox: which schema it lives in and which kinds it accepts.
+ *
+ * @example
+ * const outbox = createOutbox({ kinds: { 'slack.post': true } });
+ * await outbox.migrate(pgExecutor(pool));
+ */
+export function createOutbox(options: OutboxOptions = {}): Outbox {
+  const schema = options.schema ?? DEFAULT_SCHEMA;
+  const statements = outboxStatements(quoteSchema(schema));
+  const newId = options.newId ?? randomId;
+  const kinds = new Map<string, PayloadValidator | undefined>(
+    BUILT_IN_KINDS.map((kind) => [kind, undefined]),
+  );
+  for (const [kind, validator] of Object.entries(options.kinds ?? {})) {
+    if (!isValidKindName(kind)) {
+      throw new ConfigurationError(
+        `kind "${kind}" is not a valid name: lowercase letters, digits and _ . : -`,
+      );
+    }
+    kinds.set(kind, validator === true ? undefined : validator);
+  }
+
+  const build = (messages: NewMessage | readonly NewMessage[]): EnqueueStatement => {
+    const prepared = prepareMessages(messages, kinds, newId);
+    const unique = firstPerDedupeKey(prepared);
+    return {
+      statement: {
+        name: 'enqueueMessages',
+        text: statements.enqueueMessages,
+        params: [
+          unique.map((m) => m.key),
+          unique.map((m) => m.kind),
+          unique.map((m) => m.payloadJson),
+          unique.map((m) => m.orderingKey),
+          unique.map((m) => m.dedupeKey),
+          unique.map((m) => m.maxAttempts),
+          unique.map((m) => m.dueAt),
+          unique.map((m) => m.delayMs),
+        ],
+      },
+      keys: prepared.map((m) => m.key),
+      keysFromRows: (rows) => keysInInputOrder(prepared, rows),
+    };
+  };
+
+  return {
+    schema,
+    kinds,
+    async enqueue(tx, messages) {
+      const { statement, keysFromRows } = build(messages);
+      try {
+        const result = await tx.query(statement.text, statement.params);
+        return keysFromRows(result.rows);
+      } catch (error) {
+        throw explainEnqueueError(error);
+      }
+    },
+    enqueueStatement: build,
+    store: (db) => new PostgresOutboxStore(db, { schema }),
+    migrate: (db) => migrate(db, { schema }),
+  };
+}
+
+/** Within one call, as across calls, a dedupe key yields one message: the first. */
+function firstPerDedupeKey(prepared: readonly PreparedMessage[]): PreparedMessage[] {
+  const seen = new Set<string>();
+  return prepared.filter((message) => {
+    if (message.dedupeKey === null) return true;
+    if (seen.has(message.dedupeKey)) return false;
+    seen.add(message.dedupeKey);
+    return true;
+  });
+}
+
+function keysInInputOrder(
+  prepared: readonly PreparedMessage[],
+  rows: readonly Record<string, unknown>[],
+): string[] {
+  const keyByDedupe = new Map<string, string>();
+  for (const row of rows) {
+    if (typeof row.dedupe_key === 'string') keyByDedupe.set(row.dedupe_key, String(row.key));
+  }
+  return prepared.map((message) =>
+    message.dedupeKey === null ? message.key : (keyByDedupe.get(message.dedupeKey) ?? message.key),
+  );
+}
+
+/**
+ * A caller-chosen message key that already exists is bad input, not a database fault: say so
+ * by field. The transaction is aborted either way; Postgres allows nothing else.
+ */
+function explainEnqueueError(error: unknown): unknown {
+  if (
+    typeof error === 'object' &&
+    error !== null &&
+    'code' in error &&
+    error.code === '23505' &&
+    'constraint' in error &&
+    error.constraint === 'messages_key_unique'
+  ) {
+    return new ValidationError('key', 'a message with this key already exists', { cause: error });
+  }
+  return error;
+}

@@ -1,0 +1,307 @@
+import { ValidationError } from '../core/errors.js';
+import type { JsonValue } from '../core/message.js';
+import {
+  type ClaimedMessage,
+  type ClaimRequest,
+  type ClaimResult,
+  MESSAGE_STATES,
+  type MessageRecord,
+  type MessageState,
+  type OutboxStats,
+  type OutboxStore,
+  type SettleRequest,
+  type SettleResult,
+} from '../core/outbox-store.js';
+import type { SqlExecutor } from '../core/ports.js';
+import type { PurgeReport, PurgeRequest, PurgeStore } from '../core/purge.js';
+import { DEFAULT_SCHEMA, quoteSchema } from './schema-name.js';
+import { type OutboxStatements, outboxStatements } from './statements.js';
+
+/** Rows per purge statement: small enough to hold locks briefly, large enough to keep up. */
+export const DEFAULT_PURGE_BATCH = 1000;
+
+/** Admin list page size when none is given, and the most one page may hold. */
+export const DEFAULT_LIST_LIMIT = 50;
+export const MAX_LIST_LIMIT = 500;
+
+export interface ListRequest {
+  state: MessageState;
+  kind?: string;
+  limit?: number;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+export interface ListPage {
+  messages: MessageRecord[];
+  /** Pass back to get the next page; null on the last page. */
+  nextCursor: string | null;
+}
+
+/**
+ * The outbox table in Postgres, over any {@link SqlExecutor}: every operation is a single
+ * statement, so it works the same over pg, Neon WebSocket and Neon HTTP.
+ */
+export class PostgresOutboxStore implements OutboxStore, PurgeStore {
+  readonly schema: string;
+  private readonly sql: OutboxStatements;
+
+  constructor(
+    private readonly db: SqlExecutor,
+    options: { schema?: string } = {},
+  ) {
+    this.schema = options.schema ?? DEFAULT_SCHEMA;
+    this.sql = outboxStatements(quoteSchema(this.schema));
+  }
+
+  async claim(request: ClaimRequest): Promise<ClaimResult> {
+    const result = await this.db.query<MessageRow>(this.sql.claimDueMessages, [
+      request.now,
+      request.claimToken,
+      request.limit,
+      request.leaseMs,
+      request.keys ? [...request.keys] : null,
+      request.deadHeadBlocks,
+      [...request.kinds],
+    ]);
+    const claimed: ClaimedMessage[] = [];
+    const exhausted: MessageRecord[] = [];
+    for (const row of result.rows) {
+      const record = messageFromRow(row);
+      if (record.state === 'claimed') claimed.push({ ...record, claimToken: request.claimToken });
+      else exhausted.push(record);
+    }
+    return { claimed, exhausted };
+  }
+
+  async settle(requests: readonly SettleRequest[], now: Date): Promise<SettleResult> {
+    if (requests.length === 0) return { settled: [], stale: [] };
+    const ids: string[] = [];
+    const tokens: string[] = [];
+    const outcomes: string[] = [];
+    const dueTimes: (Date | null)[] = [];
+    const errors: (string | null)[] = [];
+    for (const { id, claimToken, settlement } of requests) {
+      ids.push(id);
+      tokens.push(claimToken);
+      outcomes.push(settlement.outcome);
+      dueTimes.push(
+        settlement.outcome === 'retry' || settlement.outcome === 'release' ? settlement.at : null,
+      );
+      errors.push(
+        settlement.outcome === 'retry'
+          ? settlement.error
+          : settlement.outcome === 'dead'
+            ? settlement.reason
+            : null,
+      );
+    }
+    const result = await this.db.query<{ id: string }>(this.sql.settleClaimedMessages, [
+      ids,
+      tokens,
+      outcomes,
+      dueTimes,
+      errors,
+      now,
+    ]);
+    const written = new Set(result.rows.map((row) => String(row.id)));
+    return {
+      settled: ids.filter((id) => written.has(id)),
+      stale: ids.filter((id) => !written.has(id)),
+    };
+  }
+
+  async stats(now: Date): Promise<OutboxStats> {
+    const result = await this.db.query<Record<string, unknown>>(this.sql.readStats, [now]);
+    const row = result.rows[0] ?? {};
+    const oldestDueAt = toDateOrNull(row.oldest_due_at);
+    return {
+      pending: Number(row.pending ?? 0),
+      due: Number(row.due ?? 0),
+      claimed: Number(row.claimed ?? 0),
+      leaseExpired: Number(row.lease_expired ?? 0),
+      delivered: Number(row.delivered ?? 0),
+      dead: Number(row.dead ?? 0),
+      oldestDueAt,
+      lagMs: oldestDueAt ? Math.max(0, now.getTime() - oldestDueAt.getTime()) : 0,
+    };
+  }
+
+  /** One page of messages in a state, keyset-paginated so deep pages cost what the first does. */
+  async list(request: ListRequest): Promise<ListPage> {
+    if (!MESSAGE_STATES.includes(request.state)) {
+      throw new ValidationError('state', `expected one of ${MESSAGE_STATES.join(', ')}`);
+    }
+    const limit = request.limit ?? DEFAULT_LIST_LIMIT;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+      throw new ValidationError('limit', `expected an integer from 1 to ${MAX_LIST_LIMIT}`);
+    }
+    const cursor = request.cursor === undefined ? null : decodeCursor(request.cursor);
+    const kind = request.kind ?? null;
+    const page = limit + 1;
+    let result: { rows: MessageRow[] };
+    if (request.state === 'delivered' || request.state === 'dead') {
+      const text = request.state === 'delivered' ? this.sql.listDelivered : this.sql.listDead;
+      result = await this.db.query<MessageRow>(text, [
+        kind,
+        cursor?.at ?? null,
+        cursor?.id ?? null,
+        page,
+      ]);
+    } else {
+      result = await this.db.query<MessageRow>(this.sql.listPendingOrClaimed, [
+        request.state,
+        kind,
+        cursor?.at ?? null,
+        cursor?.id ?? null,
+        page,
+      ]);
+    }
+    const messages = result.rows.slice(0, limit).map(messageFromRow);
+    const last = messages.at(-1);
+    const more = result.rows.length > limit && last !== undefined;
+    return { messages, nextCursor: more ? encodeCursor(cursorTime(last), last.id) : null };
+  }
+
+  async get(id: string): Promise<MessageRecord | null> {
+    const result = await this.db.query<MessageRow>(this.sql.readMessage, [parseId(id)]);
+    const row = result.rows[0];
+    return row ? messageFromRow(row) : null;
+  }
+
+  /** Moves one dead message back to pending, due `now`. False when it is not dead. */
+  async retryDead(id: string, now: Date): Promise<boolean> {
+    const result = await this.db.query(this.sql.retryDeadMessage, [parseId(id), now]);
+    return result.rowCount > 0;
+  }
+
+  /** Moves every dead message (of one kind, if given) back to pending. Returns how many. */
+  async retryAllDead(now: Date, options: { kind?: string } = {}): Promise<number> {
+    const result = await this.db.query(this.sql.retryAllDead, [now, options.kind ?? null]);
+    return result.rowCount;
+  }
+
+  /**
+   * Deletes a message that is not being delivered right now. Returns the state it had, or null
+   * when there is no such message or it is claimed (try again once its drain settles it).
+   */
+  async discard(id: string): Promise<MessageState | null> {
+    const result = await this.db.query<{ state: MessageState }>(this.sql.discardMessage, [
+      parseId(id),
+    ]);
+    return result.rows[0]?.state ?? null;
+  }
+
+  /**
+   * Deletes finished rows in bounded statements, oldest first, so the hot table stays small.
+   * Run it from the schedule (`purgeOnce`); it never touches pending or claimed rows.
+   */
+  async purge(request: PurgeRequest): Promise<PurgeReport> {
+    const batchSize = request.batchSize ?? DEFAULT_PURGE_BATCH;
+    const limit = request.limit ?? Number.POSITIVE_INFINITY;
+    const report: PurgeReport = { deliveredDeleted: 0, deadDeleted: 0, statements: 0 };
+    const passes: { olderThanMs: number | undefined; text: string; field: keyof PurgeReport }[] = [
+      {
+        olderThanMs: request.deliveredOlderThanMs,
+        text: this.sql.purgeDelivered,
+        field: 'deliveredDeleted',
+      },
+      { olderThanMs: request.deadOlderThanMs, text: this.sql.purgeDead, field: 'deadDeleted' },
+    ];
+    for (const pass of passes) {
+      if (pass.olderThanMs === undefined) continue;
+      const cutoff = new Date(request.now.getTime() - pass.olderThanMs);
+      for (;;) {
+        const room = limit - report.deliveredDeleted - report.deadDeleted;
+        if (room <= 0) return report;
+        const take = Math.min(batchSize, room);
+        const result = await this.db.query(pass.text, [cutoff, take]);
+        report.statements += 1;
+        report[pass.field] += result.rowCount;
+        if (result.rowCount < take) break;
+      }
+    }
+    return report;
+  }
+}
+
+/** A row as the drivers return it: int8 as string, timestamptz as Date, jsonb parsed. */
+interface MessageRow {
+  id: string | number;
+  key: string;
+  kind: string;
+  payload: JsonValue;
+  ordering_key: string | null;
+  dedupe_key: string | null;
+  state: MessageState;
+  attempts: number;
+  max_attempts: number;
+  due_at: Date | string;
+  claimed_at: Date | string | null;
+  last_error: string | null;
+  created_at: Date | string;
+  delivered_at: Date | string | null;
+  dead_at: Date | string | null;
+}
+
+function messageFromRow(row: MessageRow): MessageRecord {
+  return {
+    id: String(row.id),
+    key: row.key,
+    kind: row.kind,
+    payload: row.payload,
+    orderingKey: row.ordering_key,
+    dedupeKey: row.dedupe_key,
+    state: row.state,
+    attempts: Number(row.attempts),
+    maxAttempts: Number(row.max_attempts),
+    dueAt: toDate(row.due_at),
+    claimedAt: toDateOrNull(row.claimed_at),
+    lastError: row.last_error,
+    createdAt: toDate(row.created_at),
+    deliveredAt: toDateOrNull(row.delivered_at),
+    deadAt: toDateOrNull(row.dead_at),
+  };
+}
+
+function toDate(value: unknown): Date {
+  return value instanceof Date ? value : new Date(String(value));
+}
+
+function toDateOrNull(value: unknown): Date | null {
+  return value === null || value === undefined ? null : toDate(value);
+}
+
+function parseId(id: string): string {
+  if (!/^[1-9][0-9]{0,18}$/.test(id)) throw new ValidationError('id', 'expected a message id');
+  return id;
+}
+
+function cursorTime(message: MessageRecord): Date {
+  if (message.state === 'delivered' && message.deliveredAt) return message.deliveredAt;
+  if (message.state === 'dead' && message.deadAt) return message.deadAt;
+  return message.dueAt;
+}
+
+/**
+ * Cursors are opaque to callers: base64url of "<ISO time>|<id>". Every time column a list orders
+ * by is written with millisecond precision, so the JS Date in a cursor compares exactly.
+ */
+function encodeCursor(at: Date, id: string): string {
+  return btoa(`${at.toISOString()}|${id}`).replaceAll('+', '-').replaceAll('/', '_');
+}
+
+function decodeCursor(cursor: string): { at: Date; id: string } {
+  let text: string;
+  try {
+    text = atob(cursor.replaceAll('-', '+').replaceAll('_', '/'));
+  } catch {
+    throw new ValidationError('cursor', 'is not a cursor this API returned');
+  }
+  const [at, id] = text.split('|');
+  const time = new Date(at ?? '');
+  if (!id || Number.isNaN(time.getTime()) || !/^[1-9][0-9]{0,18}$/.test(id)) {
+    throw new ValidationError('cursor', 'is not a cursor this API returned');
+  }
+  return { at: time, id };
+}

@@ -1,0 +1,237 @@
+/**
+ * Every statement the outbox store runs, named and kept in one place. Values always travel as
+ * parameters; the only thing placed in the text is the schema, which `quoteSchema` has checked.
+ *
+ * Claim, settle and release are each ONE statement, so a drain works over Neon's HTTP driver,
+ * which cannot hold a transaction open between round trips.
+ */
+export interface OutboxStatements {
+  enqueueMessages: string;
+  claimDueMessages: string;
+  settleClaimedMessages: string;
+  purgeDelivered: string;
+  purgeDead: string;
+  readStats: string;
+  listPendingOrClaimed: string;
+  listDelivered: string;
+  listDead: string;
+  readMessage: string;
+  retryDeadMessage: string;
+  retryAllDead: string;
+  discardMessage: string;
+}
+
+/** The columns a claim hands to the drain, and that lists show operators. */
+const MESSAGE_COLUMNS = `m.id, m.key, m.kind, m.payload, m.ordering_key, m.dedupe_key, m.state,
+  m.attempts, m.max_attempts, m.due_at, m.claimed_at, m.last_error, m.created_at,
+  m.delivered_at, m.dead_at`;
+
+export function outboxStatements(quotedSchema: string): OutboxStatements {
+  const messages = `${quotedSchema}.messages`;
+  return {
+    /**
+     * $1 keys, $2 kinds, $3 payloads (JSON text), $4 ordering keys, $5 dedupe keys,
+     * $6 max attempts, $7 due times (null = now() + $8 delay ms).
+     *
+     * One INSERT for the whole list, so a thousand messages cost one round trip inside the
+     * caller's transaction. `due_at` defaults to the transaction's own now(), the same clock the
+     * caller's domain write sees, truncated to milliseconds like every time we write from JS, so
+     * keyset cursors (which carry JS Dates) compare exactly. On a dedupe-key conflict the no-op update makes RETURNING yield
+     * the existing row's key, so the caller learns which message stands for its request.
+     */
+    enqueueMessages: `
+      INSERT INTO ${messages} AS m
+        (key, kind, payload, ordering_key, dedupe_key, max_attempts, due_at)
+      SELECT i.key, i.kind, i.payload::jsonb, i.ordering_key, i.dedupe_key, i.max_attempts,
+        date_trunc('milliseconds', coalesce(i.due_at, now() + i.delay_ms * interval '1 millisecond'))
+      FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::integer[],
+        $7::timestamptz[], $8::bigint[])
+        WITH ORDINALITY AS i(key, kind, payload, ordering_key, dedupe_key, max_attempts, due_at,
+          delay_ms, position)
+      ORDER BY i.position
+      ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL
+        DO UPDATE SET dedupe_key = excluded.dedupe_key
+      RETURNING m.key, m.dedupe_key, (xmax = 0) AS inserted`,
+
+    /**
+     * $1 now, $2 claim token, $3 batch size, $4 lease ms, $5 only these keys (null = any),
+     * $6 whether a dead message blocks later messages with its ordering key, $7 the kinds this
+     * drain has senders for (a drain never claims what it cannot send).
+     *
+     * FOR UPDATE SKIP LOCKED: overlapping drains each lock different rows and never wait on each
+     * other; a row another drain is claiming right now is simply not ours. The UPDATE in the same
+     * statement makes the claim visible the moment this statement commits, with a fresh token
+     * and a lease (due_at = now + lease), and counts the attempt. A row whose attempts are
+     * already spent (its final drain died holding it) is set aside as dead here instead of being
+     * sent again. The ordering check lets only the head of each ordering key through: nothing
+     * earlier with that key may still be pending or claimed (or dead, when dead heads block).
+     */
+    claimDueMessages: `
+      WITH due AS (
+        SELECT m.id
+        FROM ${messages} m
+        WHERE m.state IN ('pending', 'claimed')
+          AND m.due_at <= $1
+          AND m.kind = ANY($7::text[])
+          AND ($5::uuid[] IS NULL OR m.key = ANY($5::uuid[]))
+          AND (m.ordering_key IS NULL OR NOT EXISTS (
+            SELECT 1 FROM ${messages} earlier
+            WHERE earlier.ordering_key = m.ordering_key
+              AND earlier.id < m.id
+              AND (earlier.state IN ('pending', 'claimed')
+                OR (earlier.state = 'dead' AND $6::boolean))
+              -- Implied by the line above, but spelled out so the planner can use the partial
+              -- index messages_ordering_unfinished.
+              AND earlier.state <> 'delivered'))
+        ORDER BY m.due_at, m.id
+        LIMIT $3
+        FOR UPDATE OF m SKIP LOCKED
+      ),
+      claimed AS (
+        UPDATE ${messages} m SET
+          state = CASE WHEN m.attempts >= m.max_attempts THEN 'dead' ELSE 'claimed' END,
+          attempts = least(m.attempts + 1, m.max_attempts),
+          claim_token = CASE WHEN m.attempts >= m.max_attempts THEN NULL ELSE $2::uuid END,
+          claimed_at = CASE WHEN m.attempts >= m.max_attempts THEN NULL ELSE $1 END,
+          due_at = CASE WHEN m.attempts >= m.max_attempts THEN m.due_at
+            ELSE $1::timestamptz + $4 * interval '1 millisecond' END,
+          dead_at = CASE WHEN m.attempts >= m.max_attempts THEN $1 END,
+          last_error = CASE WHEN m.attempts >= m.max_attempts
+            THEN 'attempts exhausted: the final attempt''s lease expired without an outcome '
+              || '(the drain crashed or was killed); previous error: '
+              || coalesce(m.last_error, 'none')
+            ELSE m.last_error END
+        FROM due
+        WHERE m.id = due.id
+        RETURNING ${MESSAGE_COLUMNS}
+      )
+      SELECT * FROM claimed m ORDER BY m.due_at, m.id`,
+
+    /**
+     * $1 ids, $2 claim tokens, $3 outcomes ('delivered' | 'retry' | 'dead' | 'release'),
+     * $4 next due times (retry, release), $5 errors, $6 now.
+     *
+     * Every outcome of a batch in one statement. The token in the WHERE clause proves this drain
+     * still owns each claim: a row whose lease expired and that another drain re-claimed has a
+     * new token and is left alone. The caller counts ids missing from RETURNING as stale.
+     * 'release' hands back a row that was claimed but never sent: due now, attempt uncounted.
+     */
+    settleClaimedMessages: `
+      UPDATE ${quotedSchema}.messages m SET
+        state = CASE o.outcome
+          WHEN 'delivered' THEN 'delivered'
+          WHEN 'dead' THEN 'dead'
+          ELSE 'pending' END,
+        claim_token = NULL,
+        claimed_at = NULL,
+        attempts = CASE WHEN o.outcome = 'release' THEN m.attempts - 1 ELSE m.attempts END,
+        due_at = CASE WHEN o.outcome IN ('retry', 'release') THEN o.due_at ELSE m.due_at END,
+        delivered_at = CASE WHEN o.outcome = 'delivered' THEN $6::timestamptz END,
+        dead_at = CASE WHEN o.outcome = 'dead' THEN $6::timestamptz END,
+        last_error = CASE WHEN o.outcome IN ('retry', 'dead') THEN o.error ELSE m.last_error END
+      FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::timestamptz[], $5::text[])
+        AS o(id, claim_token, outcome, due_at, error)
+      WHERE m.id = o.id
+        AND m.claim_token = o.claim_token
+        AND m.state = 'claimed'
+      RETURNING m.id`,
+
+    /**
+     * $1 delivered before, $2 limit. Bounded, oldest first, and SKIP LOCKED so a purge never
+     * blocks a drain. The partial index on delivered_at finds them without reading pending rows.
+     */
+    purgeDelivered: `
+      DELETE FROM ${messages} m
+      WHERE m.id IN (
+        SELECT id FROM ${messages}
+        WHERE state = 'delivered' AND delivered_at < $1
+        ORDER BY delivered_at, id
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED)`,
+
+    /** $1 dead before, $2 limit. As purgeDelivered, for dead letter. */
+    purgeDead: `
+      DELETE FROM ${messages} m
+      WHERE m.id IN (
+        SELECT id FROM ${messages}
+        WHERE state = 'dead' AND dead_at < $1
+        ORDER BY dead_at, id
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED)`,
+
+    /**
+     * $1 now. Counts per state in one statement. `claimed` counts live leases; a claimed row
+     * whose lease has passed is due again and counts as due. Lag is the age of the oldest message
+     * that is due now and not held by a live lease: how far behind the drains are.
+     */
+    readStats: `
+      SELECT
+        count(*) FILTER (WHERE state = 'pending') AS pending,
+        count(*) FILTER (WHERE state = 'pending' AND due_at <= $1) AS due,
+        count(*) FILTER (WHERE state = 'claimed' AND due_at > $1) AS claimed,
+        count(*) FILTER (WHERE state = 'claimed' AND due_at <= $1) AS lease_expired,
+        count(*) FILTER (WHERE state = 'delivered') AS delivered,
+        count(*) FILTER (WHERE state = 'dead') AS dead,
+        min(due_at) FILTER (WHERE state IN ('pending', 'claimed') AND due_at <= $1)
+          AS oldest_due_at
+      FROM ${messages}`,
+
+    /**
+     * $1 state, $2 kind or null, $3 cursor due_at, $4 cursor id, $5 limit.
+     * Keyset pagination in the order the claim uses, on the claimable index.
+     */
+    listPendingOrClaimed: `
+      SELECT ${MESSAGE_COLUMNS}
+      FROM ${messages} m
+      WHERE m.state IN ('pending', 'claimed') AND m.state = $1
+        AND ($2::text IS NULL OR m.kind = $2)
+        AND ($3::timestamptz IS NULL OR (m.due_at, m.id) > ($3, $4::bigint))
+      ORDER BY m.due_at, m.id
+      LIMIT $5`,
+
+    /** $1 kind or null, $2 cursor delivered_at, $3 cursor id, $4 limit. Newest first. */
+    listDelivered: `
+      SELECT ${MESSAGE_COLUMNS}
+      FROM ${messages} m
+      WHERE m.state = 'delivered'
+        AND ($1::text IS NULL OR m.kind = $1)
+        AND ($2::timestamptz IS NULL OR (m.delivered_at, m.id) < ($2, $3::bigint))
+      ORDER BY m.delivered_at DESC, m.id DESC
+      LIMIT $4`,
+
+    /** $1 kind or null, $2 cursor dead_at, $3 cursor id, $4 limit. Newest first. */
+    listDead: `
+      SELECT ${MESSAGE_COLUMNS}
+      FROM ${messages} m
+      WHERE m.state = 'dead'
+        AND ($1::text IS NULL OR m.kind = $1)
+        AND ($2::timestamptz IS NULL OR (m.dead_at, m.id) < ($2, $3::bigint))
+      ORDER BY m.dead_at DESC, m.id DESC
+      LIMIT $4`,
+
+    /** $1 id. */
+    readMessage: `SELECT ${MESSAGE_COLUMNS} FROM ${messages} m WHERE m.id = $1`,
+
+    /**
+     * $1 id, $2 now. Dead -> pending with a fresh set of attempts; the row keeps its key, so a
+     * receiver that did get an earlier send still drops the duplicate.
+     */
+    retryDeadMessage: `
+      UPDATE ${messages} SET state = 'pending', attempts = 0, due_at = $2, dead_at = NULL
+      WHERE id = $1 AND state = 'dead'
+      RETURNING id`,
+
+    /** $1 now, $2 kind or null. */
+    retryAllDead: `
+      UPDATE ${messages} SET state = 'pending', attempts = 0, due_at = $1, dead_at = NULL
+      WHERE state = 'dead' AND ($2::text IS NULL OR kind = $2)
+      RETURNING id`,
+
+    /**
+     * $1 id. Deletes a message that is not mid-delivery. A claimed row is refused: its drain
+     * may be sending it right now, and deleting it would turn that send's settle stale.
+     */
+    discardMessage: `
+      DELETE FROM ${messages} WHERE id = $1 AND state <> 'claimed' RETURNING id, state`,
+  };
+}
