@@ -1,0 +1,15 @@
+// Local development pieces: not for production. Import from 'outbox-relay/dev'.
+
+export {
+  type EmbeddedPostgres,
+  type EmbeddedPostgresOptions,
+  startEmbeddedPostgres,
+} from './embedded-postgres.js';
+export {
+  applyNeonLocalConfig,
+  type NeonLocalConfig,
+  type NeonProxy,
+  type NeonProxyOptions,
+  neonLocalConfig,
+  startNeonProxy,
+} from './neon-proxy.js';

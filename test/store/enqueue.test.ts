@@ -1,0 +1,199 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { isValidationError, MAX_PAYLOAD_BYTES, type NewMessage } from '../../src/index.js';
+import { createOutbox } from '../../src/outbox.js';
+import { useTestDatabase } from '../support/database.js';
+import { countingExecutor, DRIVER_NAMES, useDriver } from '../support/drivers.js';
+import { countMessages, insertUser } from '../support/fixtures.js';
+
+const database = useTestDatabase();
+const outbox = createOutbox({ kinds: { 'slack.post': true } });
+
+beforeAll(async () => {
+  await database.pool.query('CREATE TABLE users (id serial PRIMARY KEY, email text NOT NULL)');
+});
+
+describe.each(DRIVER_NAMES)('enqueue through %s', (driverName) => {
+  const driver = useDriver(driverName, database);
+
+  it('writes a message with its key when the transaction commits', async () => {
+    const email = `${driverName}-commit@example.com`;
+    const [key] = await driver.writeWithMessages(outbox, insertUser(email), {
+      kind: 'email',
+      payload: { to: [email], subject: 'Welcome' },
+    });
+    const { rows } = await database.pool.query(
+      'SELECT kind, payload, state, attempts FROM outbox.messages WHERE key = $1',
+      [key],
+    );
+    expect(rows).toEqual([
+      {
+        kind: 'email',
+        payload: { to: [email], subject: 'Welcome' },
+        state: 'pending',
+        attempts: 0,
+      },
+    ]);
+    const users = await database.pool.query('SELECT 1 FROM users WHERE email = $1', [email]);
+    expect(users.rowCount).toBe(1);
+  });
+
+  it('leaves neither the domain row nor the message when the transaction rolls back', async () => {
+    const email = `${driverName}-rollback@example.com`;
+    const key = crypto.randomUUID();
+    await expect(
+      driver.writeWithMessages(
+        outbox,
+        insertUser(email),
+        { kind: 'email', key, payload: { to: [email] } },
+        { fail: true },
+      ),
+    ).rejects.toMatchObject({ code: '22012' });
+    const messages = await database.pool.query('SELECT 1 FROM outbox.messages WHERE key = $1', [
+      key,
+    ]);
+    const users = await database.pool.query('SELECT 1 FROM users WHERE email = $1', [email]);
+    expect(messages.rowCount).toBe(0);
+    expect(users.rowCount).toBe(0);
+  });
+
+  it('yields one message for one dedupe key, across calls and within a call', async () => {
+    const dedupeKey = `${driverName}-order-42-confirmation`;
+    const message: NewMessage = { kind: 'email', payload: { n: 1 }, dedupeKey };
+    const [first] = await driver.writeWithMessages(outbox, insertUser('a@example.com'), message);
+    const [second, third] = await driver.writeWithMessages(outbox, insertUser('b@example.com'), [
+      { ...message, payload: { n: 2 } },
+      { ...message, payload: { n: 3 } },
+    ]);
+    expect(second).toBe(first);
+    expect(third).toBe(first);
+    const { rows } = await database.pool.query(
+      'SELECT key, payload FROM outbox.messages WHERE dedupe_key = $1',
+      [dedupeKey],
+    );
+    expect(rows).toEqual([{ key: first, payload: { n: 1 } }]);
+  });
+
+  it('writes many messages in one statement, keeping enqueue order and their fields', async () => {
+    const counted = countingExecutor(driver.db);
+    const dueAt = new Date('2030-01-01T00:00:00.000Z');
+    const messages: NewMessage[] = Array.from({ length: 500 }, (_, index) => ({
+      kind: 'slack.post',
+      payload: { index },
+      orderingKey: `${driverName}-bulk`,
+      ...(index === 0 ? { dueAt, maxAttempts: 3 } : {}),
+    }));
+    const keys = await outbox.enqueue(counted, messages);
+    expect(counted.statements).toBe(1);
+    expect(new Set(keys).size).toBe(500);
+    const { rows } = await database.pool.query(
+      `SELECT key, payload, due_at, max_attempts FROM outbox.messages
+       WHERE ordering_key = $1 ORDER BY id`,
+      [`${driverName}-bulk`],
+    );
+    expect(rows.map((row) => row.key)).toEqual(keys);
+    expect(rows.map((row) => row.payload.index)).toEqual(messages.map((_, index) => index));
+    expect(rows[0].due_at).toEqual(dueAt);
+    expect(rows[0].max_attempts).toBe(3);
+    expect(rows[1].max_attempts).toBe(10);
+  });
+
+  it('delays a message by delayMs from the database clock at insert', async () => {
+    const [key] = await outbox.enqueue(driver.db, {
+      kind: 'email',
+      payload: {},
+      delayMs: 60 * 60 * 1000,
+    });
+    const { rows } = await database.pool.query(
+      `SELECT extract(epoch FROM due_at - created_at) * 1000 AS delay_ms
+       FROM outbox.messages WHERE key = $1`,
+      [key],
+    );
+    // due_at is kept to the millisecond, created_at to the microsecond.
+    expect(Math.abs(Number(rows[0].delay_ms) - 60 * 60 * 1000)).toBeLessThan(1);
+  });
+
+  it('refuses a caller-chosen key that already exists, naming the field', async () => {
+    const key = crypto.randomUUID();
+    await outbox.enqueue(driver.db, { kind: 'email', key, payload: {} });
+    const error = await outbox
+      .enqueue(driver.db, { kind: 'email', key, payload: {} })
+      .catch((e) => e);
+    expect(isValidationError(error)).toBe(true);
+    expect(error.field).toBe('key');
+  });
+});
+
+describe('enqueue validation', () => {
+  const cases: [string, unknown, string][] = [
+    ['an unknown kind', { kind: 'sms', payload: {} }, 'message.kind'],
+    ['a malformed kind', { kind: 'Email!', payload: {} }, 'message.kind'],
+    ['a missing payload', { kind: 'email' }, 'message.payload'],
+    ['a function in the payload', { kind: 'email', payload: { f: () => 1 } }, 'message.payload.f'],
+    [
+      'NaN in the payload',
+      { kind: 'email', payload: { n: [1, Number.NaN] } },
+      'message.payload.n[1]',
+    ],
+    ['a Date in the payload', { kind: 'email', payload: { at: new Date() } }, 'message.payload.at'],
+    ['undefined in the payload', { kind: 'email', payload: { u: undefined } }, 'message.payload.u'],
+    ['a bigint payload', { kind: 'email', payload: 1n }, 'message.payload'],
+    [
+      'a payload over the size limit',
+      { kind: 'email', payload: { blob: 'x'.repeat(MAX_PAYLOAD_BYTES) } },
+      'message.payload',
+    ],
+    [
+      'an invalid due time',
+      { kind: 'email', payload: {}, dueAt: new Date('nope') },
+      'message.dueAt',
+    ],
+    ['a negative delay', { kind: 'email', payload: {}, delayMs: -5 }, 'message.delayMs'],
+    [
+      'both dueAt and delayMs',
+      { kind: 'email', payload: {}, dueAt: new Date(), delayMs: 1 },
+      'message.dueAt',
+    ],
+    ['a key that is not a UUID', { kind: 'email', payload: {}, key: 'order-1' }, 'message.key'],
+    [
+      'an empty ordering key',
+      { kind: 'email', payload: {}, orderingKey: '' },
+      'message.orderingKey',
+    ],
+    [
+      'an overlong dedupe key',
+      { kind: 'email', payload: {}, dedupeKey: 'd'.repeat(201) },
+      'message.dedupeKey',
+    ],
+    ['zero max attempts', { kind: 'email', payload: {}, maxAttempts: 0 }, 'message.maxAttempts'],
+    ['a misspelt property', { kind: 'email', payload: {}, orderKey: 'x' }, 'message.orderKey'],
+  ];
+
+  const database2 = database;
+  it.each(cases)(
+    'rejects %s with a ValidationError naming the field and writes nothing',
+    async (_, message, field) => {
+      const before = await countMessages(database2.pool);
+      const error = await outbox
+        .enqueue(
+          { query: (text, params) => database2.pool.query(text, params) as never },
+          message as NewMessage,
+        )
+        .catch((e: unknown) => e);
+      expect(isValidationError(error)).toBe(true);
+      expect((error as { field: string }).field).toBe(field);
+      expect(await countMessages(database2.pool)).toBe(before);
+    },
+  );
+
+  it('names the position of the bad message in a list, and writes none of the list', async () => {
+    const before = await countMessages(database.pool);
+    const error = await outbox
+      .enqueue({ query: (text, params) => database.pool.query(text, params) as never }, [
+        { kind: 'email', payload: {} },
+        { kind: 'email', payload: { bad: Number.POSITIVE_INFINITY } },
+      ])
+      .catch((e: unknown) => e);
+    expect((error as { field: string }).field).toBe('messages[1].payload.bad');
+    expect(await countMessages(database.pool)).toBe(before);
+  });
+});

@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import { generatedModulePath, renderMigrationsModule } from '../../scripts/build-migrations.js';
+import { isOutboxError } from '../../src/core/errors.js';
+import { pgExecutor } from '../../src/drivers/node-pg.js';
+import { createOutbox } from '../../src/outbox.js';
+import { migrate } from '../../src/store/migrate.js';
+import { useTestDatabase } from '../support/database.js';
+import { DRIVER_NAMES, useDriver } from '../support/drivers.js';
+
+const database = useTestDatabase({ migrated: false });
+
+describe.each(DRIVER_NAMES)('migrate through %s', (driverName) => {
+  const driver = useDriver(driverName, database);
+  const schema = `outbox_${driverName.replace('-', '_')}`;
+
+  it('two concurrent migrations leave one correct schema and no error', async () => {
+    const results = await Promise.all([
+      migrate(driver.db, { schema }),
+      migrate(driver.db, { schema }),
+    ]);
+    // Exactly one of them applied version 1; the other waited on the lock and found it done.
+    expect(results.map((result) => result.applied).sort()).toEqual([[], [1]]);
+    const { rows } = await database.pool.query(
+      `SELECT version, name FROM ${schema}.schema_migrations`,
+    );
+    expect(rows).toEqual([{ version: 1, name: 'outbox' }]);
+  });
+
+  it('is idempotent: running it again applies nothing', async () => {
+    const again = await migrate(driver.db, { schema });
+    expect(again).toEqual({ schema, applied: [], version: 1 });
+  });
+
+  it('builds the table the outbox writes to, in the configured schema', async () => {
+    const outbox = createOutbox({ schema });
+    const [key] = await outbox.enqueue(driver.db, { kind: 'webhook', payload: { ok: true } });
+    const { rows } = await database.pool.query(
+      `SELECT state FROM ${schema}.messages WHERE key = $1`,
+      [key],
+    );
+    expect(rows).toEqual([{ state: 'pending' }]);
+  });
+});
+
+describe('migrations', () => {
+  it('refuses a schema name that would need quoting rules', async () => {
+    expect(() => createOutbox({ schema: 'Outbox; DROP TABLE x' })).toThrow(/schema/);
+    const error = await migrate(
+      { query: async () => ({ rows: [], rowCount: 0 }), batch: async () => [] },
+      {
+        schema: 'bad-name',
+      },
+    ).catch((e: unknown) => e);
+    expect(isOutboxError(error) && error.code).toBe('OUTBOX_CONFIGURATION');
+  });
+
+  it('CHECK constraints refuse rows in an impossible state', async () => {
+    await migrate(pgExecutor(database.pool), { schema: 'outbox_checks' });
+    const insert = (columns: string, values: string) =>
+      database.pool.query(
+        `INSERT INTO outbox_checks.messages (key, kind, payload, ${columns})
+         VALUES (gen_random_uuid(), 'email', '{}', ${values})`,
+      );
+    // delivered without a delivery time, claimed without a token, attempts over the maximum
+    await expect(insert('state', `'delivered'`)).rejects.toMatchObject({ code: '23514' });
+    await expect(insert('state, attempts', `'claimed', 1`)).rejects.toMatchObject({
+      code: '23514',
+    });
+    await expect(insert('attempts, max_attempts', '4, 3')).rejects.toMatchObject({ code: '23514' });
+    await expect(insert('state', `'sent'`)).rejects.toMatchObject({ code: '23514' });
+  });
+
+  it('the bundled migrations module matches migrations/*.sql (run npm run build:migrations)', async () => {
+    const { readFile } = await import('node:fs/promises');
+    expect(await readFile(generatedModulePath, 'utf8')).toBe(await renderMigrationsModule());
+  });
+});

@@ -1,0 +1,97 @@
+/** Fixtures for drain tests: a movable clock, seeded randomness, recording senders. */
+import type { Clock } from '../../src/core/ports.js';
+import type { OutboundMessage, Sender } from '../../src/core/sender.js';
+import { createOutbox, type Outbox } from '../../src/outbox.js';
+import type { PostgresOutboxStore } from '../../src/store/postgres-store.js';
+import type { Driver } from './drivers.js';
+
+export interface FakeClock extends Clock {
+  advance(ms: number): void;
+  set(time: Date): void;
+}
+
+/**
+ * Starts a little ahead of real time: enqueue stamps due_at with the database clock, so a fake
+ * clock behind it would find nothing due.
+ */
+export function fakeClock(start = new Date(Date.now() + 1000)): FakeClock {
+  let now = start.getTime();
+  return {
+    now: () => new Date(now),
+    advance(ms) {
+      now += ms;
+    },
+    set(time) {
+      now = time.getTime();
+    },
+  };
+}
+
+/** Deterministic [0, 1) numbers, so a "random" failure pattern repeats run to run. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export interface RecordingSender {
+  send: Sender;
+  /** Every call, in the order sends started. */
+  calls: OutboundMessage[];
+  /** Keys of sends that succeeded, in completion order. */
+  delivered: string[];
+  timesSent(key: string): number;
+}
+
+/** A sender that records every call; `behave` decides each outcome (default: succeed). */
+export function recordingSender(
+  behave: (message: OutboundMessage, signal: AbortSignal) => Promise<void> | void = () => {},
+): RecordingSender {
+  const calls: OutboundMessage[] = [];
+  const delivered: string[] = [];
+  const counts = new Map<string, number>();
+  return {
+    calls,
+    delivered,
+    timesSent: (key) => counts.get(key) ?? 0,
+    async send(message, signal) {
+      calls.push(message);
+      counts.set(message.key, (counts.get(message.key) ?? 0) + 1);
+      await behave(message, signal);
+      delivered.push(message.key);
+    },
+  };
+}
+
+/** Resolves after `ms`, or rejects when the signal aborts: a well-behaved slow sender. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
+}
+
+let schemaCounter = 0;
+
+/** A freshly migrated outbox in its own schema, so tests in one database do not see each other. */
+export async function freshOutbox(
+  driver: Driver,
+): Promise<{ outbox: Outbox; store: PostgresOutboxStore; schema: string }> {
+  schemaCounter += 1;
+  const schema = `t_${driver.name.replace('-', '_')}_${schemaCounter}_${process.pid}`;
+  const outbox = createOutbox({ schema, kinds: { 'test.kind': true } });
+  await outbox.migrate(driver.db);
+  return { outbox, store: outbox.store(driver.db), schema };
+}

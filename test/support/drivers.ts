@@ -1,0 +1,141 @@
+/**
+ * The three ways users reach Postgres, as fixtures for one conformance suite: node-postgres,
+ * Neon over WebSocket and Neon over HTTP, the Neon ones through the local Neon proxy to the same
+ * real PostgreSQL. A store test written once runs through all three.
+ */
+import { Pool as NeonPool, neon, neonConfig } from '@neondatabase/serverless';
+import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
+import type { BatchSqlExecutor, QueryResult, Statement } from '../../src/core/ports.js';
+import { applyNeonLocalConfig, type NeonProxy, startNeonProxy } from '../../src/dev/neon-proxy.js';
+import { neonHttpExecutor, neonHttpQuery } from '../../src/drivers/neon-http.js';
+import { neonWsExecutor } from '../../src/drivers/neon-ws.js';
+import { type PgPoolLike, pgExecutor } from '../../src/drivers/node-pg.js';
+import type { NewMessage } from '../../src/index.js';
+import type { Outbox } from '../../src/outbox.js';
+import type { TestDatabase } from './database.js';
+
+export const DRIVER_NAMES = ['node-pg', 'neon-ws', 'neon-http'] as const;
+export type DriverName = (typeof DRIVER_NAMES)[number];
+
+export interface Driver {
+  name: DriverName;
+  /** Pool-level executor: drains, migrations, admin reads. */
+  db: BatchSqlExecutor;
+  /**
+   * A domain write and an enqueue in ONE transaction, the way a user of this driver writes it:
+   * an interactive BEGIN/COMMIT for pg and Neon WebSocket, `sql.transaction([...])` for HTTP.
+   * With `fail`, a statement after both fails, so the transaction must roll back.
+   */
+  writeWithMessages(
+    outbox: Outbox,
+    domain: Omit<Statement, 'name'>,
+    messages: NewMessage | NewMessage[],
+    options?: { fail?: boolean },
+  ): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+const FAILING_STATEMENT = 'SELECT 1 / 0';
+
+/** Opens a driver against a test database. The Neon ones need the proxy to be running. */
+export async function openDriver(
+  name: DriverName,
+  database: TestDatabase,
+  proxy: NeonProxy,
+): Promise<Driver> {
+  if (name === 'neon-http') {
+    applyNeonLocalConfig(neonConfig, proxy);
+    const sql = neon(database.url);
+    return {
+      name,
+      db: neonHttpExecutor(sql),
+      async writeWithMessages(outbox, domain, messages, options = {}) {
+        const write = outbox.enqueueStatement(messages);
+        const queries = [
+          sql.query(domain.text, domain.params),
+          neonHttpQuery(sql, write.statement),
+          ...(options.fail ? [sql.query(FAILING_STATEMENT)] : []),
+        ];
+        const results = (await sql.transaction(queries as never, {
+          fullResults: true,
+        })) as unknown as QueryResult[];
+        return write.keysFromRows(results[1]!.rows);
+      },
+      close: async () => {},
+    };
+  }
+
+  // Both pools are node-postgres pools on the outside: use them through that shape.
+  let pool: PgPoolLike & { end(): Promise<void> };
+  let executor: BatchSqlExecutor;
+  if (name === 'neon-ws') {
+    applyNeonLocalConfig(neonConfig, proxy);
+    pool = new NeonPool({ connectionString: database.url, max: 20 });
+    executor = neonWsExecutor(pool);
+  } else {
+    pool = new pg.Pool({ connectionString: database.url, max: 20 });
+    executor = pgExecutor(pool);
+  }
+  const poolForTransactions = pool;
+  return {
+    name,
+    db: executor,
+    async writeWithMessages(outbox, domain, messages, options = {}) {
+      const client = await poolForTransactions.connect();
+      try {
+        await client.query('BEGIN');
+        await client.query(domain.text, domain.params);
+        const keys = await outbox.enqueue(
+          name === 'neon-ws' ? neonWsExecutor(client) : pgExecutor(client),
+          messages,
+        );
+        if (options.fail) await client.query(FAILING_STATEMENT);
+        await client.query('COMMIT');
+        return keys;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
+    close: () => poolForTransactions.end(),
+  };
+}
+
+/**
+ * For `describe.each(DRIVER_NAMES)`: opens the named driver on this file's database before the
+ * tests and closes it after. Also starts the file's Neon proxy.
+ */
+export function useDriver(name: DriverName, database: TestDatabase): Driver {
+  const handle = {} as Driver;
+  let proxy: NeonProxy | undefined;
+  beforeAll(async () => {
+    proxy = await startNeonProxy({ postgres: { host: database.host, port: database.port } });
+    Object.assign(handle, await openDriver(name, database, proxy));
+  });
+  afterAll(async () => {
+    await handle.close?.();
+    await proxy?.close();
+  });
+  return handle;
+}
+
+/** Wraps an executor to count statements: proves "one round trip" claims. */
+export function countingExecutor(inner: BatchSqlExecutor): BatchSqlExecutor & {
+  statements: number;
+} {
+  const counter = {
+    statements: 0,
+    query<Row>(text: string, params?: unknown[]) {
+      counter.statements += 1;
+      return inner.query<Row>(text, params);
+    },
+    batch(statements: readonly Statement[]) {
+      counter.statements += 1;
+      return inner.batch(statements);
+    },
+  };
+  return counter;
+}
