@@ -1,0 +1,373 @@
+import { describe, expect, it } from 'vitest';
+import { drainOnce } from '../../src/core/drain.js';
+import { PermanentDeliveryError, RetryableDeliveryError } from '../../src/core/errors.js';
+import type { OutboxStore } from '../../src/core/outbox-store.js';
+import type { NewMessage } from '../../src/index.js';
+import { useTestDatabase } from '../support/database.js';
+import {
+  fakeClock,
+  freshOutbox,
+  recordingSender,
+  seededRandom,
+  sleep,
+} from '../support/drain-fixtures.js';
+import { countingExecutor, DRIVER_NAMES, useDriver } from '../support/drivers.js';
+
+const database = useTestDatabase();
+
+function messages(count: number, extra: (index: number) => Partial<NewMessage> = () => ({})) {
+  return Array.from({ length: count }, (_, index) => ({
+    kind: 'test.kind',
+    payload: { index },
+    ...extra(index),
+  }));
+}
+
+async function enqueueAll(
+  outbox: { enqueue: (db: never, m: NewMessage[]) => Promise<string[]> },
+  db: unknown,
+  list: NewMessage[],
+) {
+  const keys: string[] = [];
+  for (let start = 0; start < list.length; start += 1000) {
+    keys.push(...(await outbox.enqueue(db as never, list.slice(start, start + 1000))));
+  }
+  return keys;
+}
+
+describe.each(DRIVER_NAMES)('drainOnce through %s', (driverName) => {
+  const driver = useDriver(driverName, database);
+
+  it('8 overlapping drains over 10,000 messages send every key exactly once', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    const keys = await enqueueAll(outbox, driver.db, messages(10_000));
+    const sender = recordingSender();
+    const reports = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        drainOnce({
+          store,
+          senders: { 'test.kind': sender.send },
+          batchSize: 100,
+          concurrency: 20,
+        }),
+      ),
+    );
+    expect(sender.calls).toHaveLength(10_000);
+    expect(new Set(sender.calls.map((call) => call.key))).toEqual(new Set(keys));
+    expect(reports.reduce((sum, report) => sum + report.delivered, 0)).toBe(10_000);
+    // More than one drain did real work: the overlap was real, not serial.
+    expect(reports.filter((report) => report.delivered > 0).length).toBeGreaterThan(1);
+    const stats = await store.stats(new Date());
+    expect(stats).toMatchObject({ pending: 0, claimed: 0, delivered: 10_000, dead: 0 });
+  });
+
+  it('returns before a 2 s deadline with every sent message settled and the rest released', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    await outbox.enqueue(driver.db, messages(40));
+    const sender = recordingSender((_, signal) => sleep(300, signal));
+    const deadline = new Date(Date.now() + 2000);
+    const report = await drainOnce({
+      store,
+      senders: { 'test.kind': sender.send },
+      deadline,
+      batchSize: 20,
+      concurrency: 2,
+      sendTimeoutMs: 500,
+      roundTripReserveMs: 200,
+      leaseMs: 30_000,
+    });
+    const returnedAt = Date.now();
+    expect(returnedAt).toBeLessThan(deadline.getTime());
+    expect(report.stopReason).toBe('deadline');
+    expect(report.delivered).toBe(sender.delivered.length);
+    expect(report.delivered).toBeGreaterThan(0);
+    expect(report.delivered + report.released).toBe(report.claimed);
+    const stats = await store.stats(new Date());
+    expect(stats).toMatchObject({ claimed: 0, delivered: report.delivered });
+    // Released rows are due at once, with their attempt given back: another drain takes them now.
+    const { rows } = await database.pool.query(
+      `SELECT count(*)::int AS n FROM ${store.schema}.messages
+       WHERE state = 'pending' AND attempts = 0 AND due_at <= now()`,
+    );
+    expect(rows[0].n).toBe(40 - report.delivered);
+    const next = await drainOnce({ store, senders: { 'test.kind': sender.send }, concurrency: 10 });
+    expect(next.delivered).toBe(40 - report.delivered);
+  });
+
+  it('keeps SQL round trips plus sends within a subrequest budget of 20', async () => {
+    const { outbox } = await freshOutbox(driver);
+    await outbox.enqueue(driver.db, messages(100));
+    const counted = countingExecutor(driver.db);
+    const sender = recordingSender();
+    const report = await drainOnce({
+      store: outbox.store(counted),
+      senders: { 'test.kind': sender.send },
+      subrequestBudget: 20,
+      batchSize: 7,
+    });
+    expect(counted.statements + sender.calls.length).toBeLessThanOrEqual(20);
+    expect(report.roundTrips).toBe(counted.statements);
+    expect(report.sends).toBe(sender.calls.length);
+    expect(report.stopReason).toBe('budget');
+    expect(report.delivered).toBeGreaterThan(10);
+  });
+
+  it('delivers each ordering key in enqueue order while sends fail at random', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    const keys = await enqueueAll(
+      outbox,
+      driver.db,
+      messages(1000, (index) => ({ orderingKey: `key-${index % 20}`, maxAttempts: 1000 })),
+    );
+    const keyOf = new Map(keys.map((key, index) => [key, `key-${index % 20}`]));
+    const random = seededRandom(7);
+    const sender = recordingSender(() => {
+      if (random() < 0.3) throw new RetryableDeliveryError('flaky receiver');
+    });
+    const drainLoop = async () => {
+      for (let round = 0; round < 500; round++) {
+        const report = await drainOnce({
+          store,
+          senders: { 'test.kind': sender.send },
+          backoff: { baseMs: 1, capMs: 4 },
+          batchSize: 50,
+        });
+        if (report.claimed === 0 && (await store.stats(new Date())).pending === 0) return;
+        await sleep(2);
+      }
+    };
+    await Promise.all([drainLoop(), drainLoop()]);
+    expect(sender.delivered).toHaveLength(1000);
+    expect(sender.calls.length).toBeGreaterThan(1000);
+    for (let group = 0; group < 20; group++) {
+      const expected = keys.filter((key) => keyOf.get(key) === `key-${group}`);
+      const actual = sender.delivered.filter((key) => keyOf.get(key) === `key-${group}`);
+      expect(actual).toEqual(expected);
+    }
+  });
+
+  it('backs off with growing, jittered, capped delays, honours retry-after, then sets aside', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    const clock = fakeClock();
+    const [key] = await outbox.enqueue(driver.db, {
+      kind: 'test.kind',
+      payload: {},
+      maxAttempts: 6,
+    });
+    const draws = [0.5, 0.25, 0.75, 0.9, 0];
+    const failures: (() => never)[] = [
+      ...draws.slice(0, 3).map(() => () => {
+        throw new RetryableDeliveryError('503 from receiver');
+      }),
+      () => {
+        throw new RetryableDeliveryError('429 from receiver', { retryAfterMs: 60_000 });
+      },
+      () => {
+        throw new RetryableDeliveryError('503 again');
+      },
+      () => {
+        throw new RetryableDeliveryError('still down');
+      },
+    ];
+    const sender = recordingSender(() => failures.shift()?.());
+    const delays: number[] = [];
+    for (let attempt = 1; attempt <= 6; attempt++) {
+      const report = await drainOnce({
+        store,
+        senders: { 'test.kind': sender.send },
+        clock,
+        random: () => draws[attempt - 1] ?? 0,
+        backoff: { baseMs: 1000, capMs: 6000 },
+      });
+      expect(report.claimed).toBe(1);
+      const { rows } = await database.pool.query(
+        `SELECT state, due_at, attempts, last_error FROM ${store.schema}.messages WHERE key = $1`,
+        [key],
+      );
+      if (attempt < 6) {
+        expect(rows[0]).toMatchObject({ state: 'pending', attempts: attempt });
+        delays.push(rows[0].due_at.getTime() - clock.now().getTime());
+        clock.set(rows[0].due_at);
+      } else {
+        expect(rows[0]).toMatchObject({ state: 'dead', attempts: 6 });
+        expect(rows[0].last_error).toMatch(/attempts exhausted \(6\/6\).*still down/);
+      }
+    }
+    // base + draw * (ceiling - base), ceilings 1000, 2000, 4000, 6000 (capped), 6000
+    expect(delays).toEqual([1000, 1250, 3250, 60_000, 1000]);
+  });
+
+  it('sets a permanent failure aside after one attempt, and an operator retry delivers it', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    const [key] = await outbox.enqueue(driver.db, { kind: 'test.kind', payload: {} });
+    let refuse = true;
+    const sender = recordingSender(() => {
+      if (refuse) throw new PermanentDeliveryError('410 Gone');
+    });
+    const first = await drainOnce({ store, senders: { 'test.kind': sender.send } });
+    expect(first).toMatchObject({ claimed: 1, dead: 1, delivered: 0 });
+    const [deadMessage] = (await store.list({ state: 'dead' })).messages;
+    expect(deadMessage).toMatchObject({ key, attempts: 1 });
+    expect(deadMessage?.lastError).toMatch(/permanent failure: PermanentDeliveryError: 410 Gone/);
+
+    refuse = false;
+    expect(await store.retryDead(deadMessage!.id, new Date())).toBe(true);
+    const second = await drainOnce({ store, senders: { 'test.kind': sender.send } });
+    expect(second).toMatchObject({ delivered: 1 });
+    expect(sender.calls.map((call) => call.key)).toEqual([key, key]);
+    expect((await store.get(deadMessage!.id))?.state).toBe('delivered');
+  });
+
+  it('a settle after another drain re-claimed the row changes nothing and counts as stale', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    const [key] = await outbox.enqueue(driver.db, { kind: 'test.kind', payload: {} });
+    const clock = fakeClock();
+    const gate = () => {
+      let open!: () => void;
+      const opened = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      return { open, opened };
+    };
+    const firstAtSettle = gate();
+    const firstMaySettle = gate();
+    const secondSending = gate();
+    const secondMayFinish = gate();
+    // The first drain stalls just before its settle (a long GC pause, a lost packet) ...
+    const stallingStore: OutboxStore = {
+      claim: (request) => store.claim(request),
+      async settle(requests, now) {
+        firstAtSettle.open();
+        await firstMaySettle.opened;
+        return store.settle(requests, now);
+      },
+    };
+    const firstSender = recordingSender(() => {
+      throw new RetryableDeliveryError('first drain failed');
+    });
+    const timing = { leaseMs: 10_000, sendTimeoutMs: 1000, roundTripReserveMs: 500 };
+    const first = drainOnce({
+      store: stallingStore,
+      senders: { 'test.kind': firstSender.send },
+      clock,
+      ...timing,
+    });
+    await firstAtSettle.opened;
+    // ... past its lease, so a second drain claims the row and is sending it ...
+    clock.advance(11_000);
+    const secondSender = recordingSender(async () => {
+      secondSending.open();
+      await secondMayFinish.opened;
+    });
+    const second = drainOnce({
+      store,
+      senders: { 'test.kind': secondSender.send },
+      clock,
+      ...timing,
+    });
+    await secondSending.opened;
+    // ... when the first drain's settle finally arrives: it must not touch the new claim.
+    firstMaySettle.open();
+    expect(await first).toMatchObject({ claimed: 1, stale: 1, retried: 0 });
+    const during = await store.get((await store.list({ state: 'claimed' })).messages[0]!.id);
+    expect(during).toMatchObject({ key, state: 'claimed', attempts: 2, lastError: null });
+    secondMayFinish.open();
+    expect(await second).toMatchObject({ delivered: 1, stale: 0 });
+    const { rows } = await database.pool.query(
+      `SELECT state, attempts, last_error FROM ${store.schema}.messages WHERE key = $1`,
+      [key],
+    );
+    expect(rows[0]).toEqual({ state: 'delivered', attempts: 2, last_error: null });
+  });
+
+  it('sets aside at claim a message whose final attempt was never settled', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    const [key] = await outbox.enqueue(driver.db, {
+      kind: 'test.kind',
+      payload: {},
+      maxAttempts: 1,
+    });
+    const clock = fakeClock();
+    // A drain claims it and dies without settling.
+    const orphaned = await store.claim({
+      now: clock.now(),
+      claimToken: crypto.randomUUID(),
+      limit: 10,
+      leaseMs: 5000,
+      deadHeadBlocks: true,
+      kinds: ['test.kind'],
+    });
+    expect(orphaned.claimed.map((m) => m.key)).toEqual([key]);
+    clock.advance(6000);
+    const sender = recordingSender();
+    const report = await drainOnce({ store, senders: { 'test.kind': sender.send }, clock });
+    expect(report).toMatchObject({ claimed: 0, dead: 1 });
+    expect(sender.calls).toHaveLength(0);
+    const [message] = (await store.list({ state: 'dead' })).messages;
+    expect(message?.lastError).toMatch(/lease expired without an outcome/);
+  });
+
+  it('a dead head holds back the rest of its ordering key unless told otherwise', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    const [head, next] = await outbox.enqueue(driver.db, [
+      { kind: 'test.kind', payload: { n: 1 }, orderingKey: 'account-1' },
+      { kind: 'test.kind', payload: { n: 2 }, orderingKey: 'account-1' },
+    ]);
+    const sender = recordingSender((message) => {
+      if (message.key === head) throw new PermanentDeliveryError('rejected');
+    });
+    const blocked = await drainOnce({ store, senders: { 'test.kind': sender.send } });
+    expect(blocked).toMatchObject({ dead: 1, delivered: 0 });
+    expect(sender.timesSent(next!)).toBe(0);
+    const skipping = await drainOnce({
+      store,
+      senders: { 'test.kind': sender.send },
+      deadHeadBlocks: false,
+    });
+    expect(skipping).toMatchObject({ delivered: 1 });
+    expect(sender.delivered).toEqual([next]);
+  });
+
+  it('claims only the given keys for an after-commit kick', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    const keys = await outbox.enqueue(driver.db, messages(5));
+    const sender = recordingSender();
+    const report = await drainOnce({
+      store,
+      senders: { 'test.kind': sender.send },
+      keys: [keys[1]!, keys[3]!],
+    });
+    expect(report.delivered).toBe(2);
+    expect(sender.delivered.sort()).toEqual([keys[1], keys[3]].sort());
+  });
+
+  it('on abort, finishes the sends in flight, releases the rest and reports aborted', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    await outbox.enqueue(driver.db, messages(10));
+    const controller = new AbortController();
+    const sender = recordingSender(async () => {
+      controller.abort();
+      await sleep(50);
+    });
+    const report = await drainOnce({
+      store,
+      senders: { 'test.kind': sender.send },
+      signal: controller.signal,
+      concurrency: 2,
+    });
+    expect(report).toMatchObject({ stopReason: 'aborted', delivered: 2, released: 8 });
+    expect((await store.stats(new Date())).pending).toBe(8);
+  });
+
+  it('does not claim kinds it has no sender for', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    await outbox.enqueue(driver.db, [
+      { kind: 'email', payload: {} },
+      { kind: 'test.kind', payload: {} },
+    ]);
+    const sender = recordingSender();
+    const report = await drainOnce({ store, senders: { 'test.kind': sender.send } });
+    expect(report).toMatchObject({ claimed: 1, delivered: 1, stopReason: 'empty' });
+    expect((await store.list({ state: 'pending' })).messages.map((m) => m.kind)).toEqual(['email']);
+  });
+});
