@@ -26,6 +26,21 @@ const MESSAGE_COLUMNS = `m.id, m.key, m.kind, m.payload, m.ordering_key, m.dedup
   m.attempts, m.max_attempts, m.due_at, m.claimed_at, m.last_error, m.created_at,
   m.delivered_at, m.dead_at`;
 
+/**
+ * $1 kind or null, $2 cursor time, $3 cursor id, $4 limit. Finished rows newest first, keyset
+ * paginated on the partial index over the state's own time column.
+ */
+function listFinished(messages: string, state: 'delivered' | 'dead', column: string): string {
+  return `
+      SELECT ${MESSAGE_COLUMNS}
+      FROM ${messages} m
+      WHERE m.state = '${state}'
+        AND ($1::text IS NULL OR m.kind = $1)
+        AND ($2::timestamptz IS NULL OR (m.${column}, m.id) < ($2, $3::bigint))
+      ORDER BY m.${column} DESC, m.id DESC
+      LIMIT $4`;
+}
+
 export function outboxStatements(quotedSchema: string): OutboxStatements {
   const messages = `${quotedSchema}.messages`;
   return {
@@ -189,25 +204,8 @@ export function outboxStatements(quotedSchema: string): OutboxStatements {
       ORDER BY m.due_at, m.id
       LIMIT $5`,
 
-    /** $1 kind or null, $2 cursor delivered_at, $3 cursor id, $4 limit. Newest first. */
-    listDelivered: `
-      SELECT ${MESSAGE_COLUMNS}
-      FROM ${messages} m
-      WHERE m.state = 'delivered'
-        AND ($1::text IS NULL OR m.kind = $1)
-        AND ($2::timestamptz IS NULL OR (m.delivered_at, m.id) < ($2, $3::bigint))
-      ORDER BY m.delivered_at DESC, m.id DESC
-      LIMIT $4`,
-
-    /** $1 kind or null, $2 cursor dead_at, $3 cursor id, $4 limit. Newest first. */
-    listDead: `
-      SELECT ${MESSAGE_COLUMNS}
-      FROM ${messages} m
-      WHERE m.state = 'dead'
-        AND ($1::text IS NULL OR m.kind = $1)
-        AND ($2::timestamptz IS NULL OR (m.dead_at, m.id) < ($2, $3::bigint))
-      ORDER BY m.dead_at DESC, m.id DESC
-      LIMIT $4`,
+    listDelivered: listFinished(messages, 'delivered', 'delivered_at'),
+    listDead: listFinished(messages, 'dead', 'dead_at'),
 
     /** $1 id. */
     readMessage: `SELECT ${MESSAGE_COLUMNS} FROM ${messages} m WHERE m.id = $1`,

@@ -20,6 +20,8 @@ export type DriverName = (typeof DRIVER_NAMES)[number];
 
 export interface Driver {
   name: DriverName;
+  /** The file's Neon proxy, for child processes that must reach the database the same way. */
+  proxyPort: number;
   /** Pool-level executor: drains, migrations, admin reads. */
   db: BatchSqlExecutor;
   /**
@@ -49,6 +51,7 @@ export async function openDriver(
     const sql = neon(database.url);
     return {
       name,
+      proxyPort: proxy.port,
       db: neonHttpExecutor(sql),
       async writeWithMessages(outbox, domain, messages, options = {}) {
         const write = outbox.enqueueStatement(messages);
@@ -80,6 +83,7 @@ export async function openDriver(
   const poolForTransactions = pool;
   return {
     name,
+    proxyPort: proxy.port,
     db: executor,
     async writeWithMessages(outbox, domain, messages, options = {}) {
       const client = await poolForTransactions.connect();

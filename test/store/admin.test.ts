@@ -1,0 +1,140 @@
+import { describe, expect, it } from 'vitest';
+import { drainOnce } from '../../src/core/drain.js';
+import { PermanentDeliveryError } from '../../src/core/errors.js';
+import { purgeOnce } from '../../src/core/purge.js';
+import { isValidationError } from '../../src/index.js';
+import { useTestDatabase } from '../support/database.js';
+import { fakeClock, freshOutbox, recordingSender } from '../support/drain-fixtures.js';
+import { DRIVER_NAMES, useDriver } from '../support/drivers.js';
+
+const database = useTestDatabase();
+const HOUR = 60 * 60 * 1000;
+
+describe.each(DRIVER_NAMES)('store operations through %s', (driverName) => {
+  const driver = useDriver(driverName, database);
+
+  it('stats count each state and measure lag from the oldest due message', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    const clock = fakeClock();
+    await outbox.enqueue(driver.db, [
+      { kind: 'test.kind', payload: { fate: 'deliver' } },
+      { kind: 'test.kind', payload: { fate: 'die' } },
+      { kind: 'test.kind', payload: { fate: 'wait' }, delayMs: HOUR },
+    ]);
+    const sender = recordingSender((message) => {
+      if ((message.payload as { fate: string }).fate === 'die') {
+        throw new PermanentDeliveryError('no');
+      }
+    });
+    await drainOnce({ store, senders: { 'test.kind': sender.send }, clock });
+    const [stillDue] = await outbox.enqueue(driver.db, { kind: 'test.kind', payload: {} });
+    clock.advance(5000);
+    const stats = await store.stats(clock.now());
+    expect(stats).toMatchObject({ pending: 2, due: 1, claimed: 0, delivered: 1, dead: 1 });
+    expect(stats.lagMs).toBeGreaterThanOrEqual(5000);
+    expect(stats.lagMs).toBeLessThan(60_000);
+    expect(stillDue).toBeDefined();
+  });
+
+  it('lists a state page by page with a cursor, each message exactly once', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    const keys = await outbox.enqueue(
+      driver.db,
+      Array.from({ length: 23 }, (_, index) => ({ kind: 'test.kind', payload: { index } })),
+    );
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await store.list({ state: 'pending', limit: 5, cursor });
+      seen.push(...page.messages.map((m) => m.key));
+      cursor = page.nextCursor ?? undefined;
+      pages += 1;
+    } while (cursor);
+    expect(pages).toBe(5);
+    expect(seen).toEqual(keys);
+
+    await drainOnce({ store, senders: { 'test.kind': recordingSender().send } });
+    const delivered: string[] = [];
+    cursor = undefined;
+    do {
+      const page = await store.list({ state: 'delivered', limit: 10, cursor });
+      delivered.push(...page.messages.map((m) => m.key));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    expect(delivered.sort()).toEqual([...keys].sort());
+  });
+
+  it('rejects a bad list request naming the field', async () => {
+    const { store } = await freshOutbox(driver);
+    for (const [request, field] of [
+      [{ state: 'sent' }, 'state'],
+      [{ state: 'dead', limit: 0 }, 'limit'],
+      [{ state: 'dead', cursor: 'not-a-cursor' }, 'cursor'],
+    ] as const) {
+      const error = await store.list(request as never).catch((e: unknown) => e);
+      expect(isValidationError(error) && error.field).toBe(field);
+    }
+  });
+
+  it('retries every dead message, and discards any message that is not mid-delivery', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    await outbox.enqueue(
+      driver.db,
+      Array.from({ length: 3 }, () => ({ kind: 'test.kind', payload: {} })),
+    );
+    const failing = recordingSender(() => {
+      throw new PermanentDeliveryError('rejected');
+    });
+    await drainOnce({ store, senders: { 'test.kind': failing.send } });
+    expect(await store.retryAllDead(new Date())).toBe(3);
+    expect((await store.stats(new Date())).pending).toBe(3);
+
+    const [first, second] = (await store.list({ state: 'pending' })).messages;
+    expect(await store.discard(first!.id)).toBe('pending');
+    expect(await store.get(first!.id)).toBeNull();
+    // A claimed message may be in a sender right now: discarding it is refused.
+    await store.claim({
+      now: new Date(Date.now() + 1000),
+      claimToken: crypto.randomUUID(),
+      limit: 10,
+      leaseMs: 60_000,
+      deadHeadBlocks: true,
+      kinds: ['test.kind'],
+    });
+    expect(await store.discard(second!.id)).toBeNull();
+    expect((await store.get(second!.id))?.state).toBe('claimed');
+  });
+
+  it('purges old delivered and dead rows in bounded statements and keeps the rest', async () => {
+    const { outbox, store, schema } = await freshOutbox(driver);
+    await outbox.enqueue(
+      driver.db,
+      Array.from({ length: 30 }, (_, index) => ({ kind: 'test.kind', payload: { index } })),
+    );
+    const clock = fakeClock();
+    const sender = recordingSender((message) => {
+      if ((message.payload as { index: number }).index >= 25) throw new PermanentDeliveryError('x');
+    });
+    await drainOnce({ store, senders: { 'test.kind': sender.send }, clock });
+    await outbox.enqueue(driver.db, { kind: 'test.kind', payload: { fresh: true } });
+    // Ten of the delivered rows are recent; the rest are eight days old.
+    await database.pool.query(
+      `UPDATE ${schema}.messages SET delivered_at = delivered_at - interval '8 days'
+       WHERE state = 'delivered' AND (payload->>'index')::int >= 10`,
+    );
+
+    const bounded = await purgeOnce({ store, clock, limit: 7, batchSize: 3, deadOlderThanMs: null });
+    expect(bounded).toEqual({ deliveredDeleted: 7, deadDeleted: 0, statements: 3 });
+
+    clock.advance(31 * 24 * HOUR);
+    const rest = await purgeOnce({
+      store,
+      clock,
+      deliveredOlderThanMs: 7 * 24 * HOUR + 31 * 24 * HOUR,
+    });
+    expect(rest).toMatchObject({ deliveredDeleted: 8, deadDeleted: 5 });
+    const stats = await store.stats(new Date());
+    expect(stats).toMatchObject({ pending: 1, delivered: 10, dead: 0 });
+  });
+});
