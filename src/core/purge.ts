@@ -7,6 +7,8 @@ export interface PurgeRequest {
   deliveredOlderThanMs?: number;
   /** Delete dead rows older than this many ms. Omit to keep them all. */
   deadOlderThanMs?: number;
+  /** Delete per-minute delivery counters older than this many ms. */
+  countsOlderThanMs?: number;
   /** Rows per statement. */
   batchSize?: number;
   /** Stop after this many rows in all, so one invocation stays bounded. */
@@ -31,6 +33,9 @@ export const DEFAULT_KEEP_DELIVERED_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** Thirty days of dead letter: an operator has a month to look before it is gone. */
 export const DEFAULT_KEEP_DEAD_MS = 30 * 24 * 60 * 60 * 1000;
+
+/** Seven days of per-minute counters: a week of history for charts, about 10,000 rows a kind. */
+export const DEFAULT_KEEP_COUNTS_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** Rows one purge invocation deletes at most, so it never competes long with drains. */
 export const DEFAULT_PURGE_LIMIT = 10_000;
@@ -71,6 +76,7 @@ export async function purgeOnce(options: PurgeOptions): Promise<PurgeReport> {
     now: (options.clock ?? systemClock).now(),
     deliveredOlderThanMs: delivered ?? undefined,
     deadOlderThanMs: deadRows ?? undefined,
+    countsOlderThanMs: DEFAULT_KEEP_COUNTS_MS,
     limit: options.limit ?? DEFAULT_PURGE_LIMIT,
     batchSize: options.batchSize,
   });

@@ -163,6 +163,25 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
     return { messages, nextCursor: more ? encodeCursor(cursorTime(last), last.id) : null };
   }
 
+  /** Outcomes per minute since `since`, for metrics and the dashboard chart. */
+  async deliveryCounts(since: Date): Promise<DeliveryCount[]> {
+    const result = await this.db.query<Record<string, unknown>>(this.sql.readDeliveryCounts, [
+      since,
+    ]);
+    return result.rows.map((row) => ({
+      minute: toDate(row.minute),
+      delivered: Number(row.delivered),
+      failed: Number(row.failed),
+      dead: Number(row.dead),
+    }));
+  }
+
+  /** The latest messages that failed at least once and are not delivered, newest first. */
+  async recentErrors(limit = 20): Promise<MessageRecord[]> {
+    const result = await this.db.query<MessageRow>(this.sql.listRecentErrors, [limit]);
+    return result.rows.map(messageFromRow);
+  }
+
   async get(id: string): Promise<MessageRecord | null> {
     const result = await this.db.query<MessageRow>(this.sql.readMessage, [parseId(id)]);
     const row = result.rows[0];
@@ -200,6 +219,11 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
     const batchSize = request.batchSize ?? DEFAULT_PURGE_BATCH;
     const limit = request.limit ?? Number.POSITIVE_INFINITY;
     const report: PurgeReport = { deliveredDeleted: 0, deadDeleted: 0, statements: 0 };
+    if (request.countsOlderThanMs !== undefined) {
+      const cutoff = new Date(request.now.getTime() - request.countsOlderThanMs);
+      await this.db.query(this.sql.purgeDeliveryCounts, [cutoff]);
+      report.statements += 1;
+    }
     const passes: { olderThanMs: number | undefined; text: string; field: keyof PurgeReport }[] = [
       {
         olderThanMs: request.deliveredOlderThanMs,
@@ -223,6 +247,14 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
     }
     return report;
   }
+}
+
+export interface DeliveryCount {
+  minute: Date;
+  delivered: number;
+  /** Attempts that failed (retried or set aside). */
+  failed: number;
+  dead: number;
 }
 
 /** A row as the drivers return it: int8 as string, timestamptz as Date, jsonb parsed. */

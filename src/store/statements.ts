@@ -15,6 +15,9 @@ export interface OutboxStatements {
   listPendingOrClaimed: string;
   listDelivered: string;
   listDead: string;
+  readDeliveryCounts: string;
+  purgeDeliveryCounts: string;
+  listRecentErrors: string;
   readMessage: string;
   retryDeadMessage: string;
   retryAllDead: string;
@@ -25,6 +28,27 @@ export interface OutboxStatements {
 const MESSAGE_COLUMNS = `m.id, m.key, m.kind, m.payload, m.ordering_key, m.dedupe_key, m.state,
   m.attempts, m.max_attempts, m.due_at, m.claimed_at, m.last_error, m.created_at,
   m.delivered_at, m.dead_at`;
+
+/**
+ * Adds a statement's outcomes to the per-minute counters, inside the statement that produced
+ * them. Kinds are inserted in a fixed order so concurrent settles lock counter rows in the same
+ * order (a deadlock would still be retried, as 40P01 is retryable).
+ */
+function countOutcomes(quotedSchema: string, outcomes: string, now: string): string {
+  return `INSERT INTO ${quotedSchema}.delivery_counts AS c (minute, kind, delivered, failed, dead)
+        SELECT date_trunc('minute', ${now}::timestamptz), o.kind,
+          count(*) FILTER (WHERE o.outcome = 'delivered'),
+          count(*) FILTER (WHERE o.outcome IN ('retry', 'dead')),
+          count(*) FILTER (WHERE o.outcome = 'dead')
+        FROM ${outcomes} o
+        WHERE o.outcome <> 'release'
+        GROUP BY o.kind
+        ORDER BY o.kind
+        ON CONFLICT (minute, kind) DO UPDATE SET
+          delivered = c.delivered + excluded.delivered,
+          failed = c.failed + excluded.failed,
+          dead = c.dead + excluded.dead`;
+}
 
 /**
  * $1 kind or null, $2 cursor time, $3 cursor id, $4 limit. Finished rows newest first, keyset
@@ -119,6 +143,9 @@ export function outboxStatements(quotedSchema: string): OutboxStatements {
         FROM due
         WHERE m.id = due.id
         RETURNING ${MESSAGE_COLUMNS}
+      ),
+      counted AS (
+        ${countOutcomes(quotedSchema, "(SELECT kind, 'dead' AS outcome FROM claimed WHERE state = 'dead')", '$1')}
       )
       SELECT * FROM claimed m ORDER BY m.due_at, m.id`,
 
@@ -132,24 +159,30 @@ export function outboxStatements(quotedSchema: string): OutboxStatements {
      * 'release' hands back a row that was claimed but never sent: due now, attempt uncounted.
      */
     settleClaimedMessages: `
-      UPDATE ${quotedSchema}.messages m SET
-        state = CASE o.outcome
-          WHEN 'delivered' THEN 'delivered'
-          WHEN 'dead' THEN 'dead'
-          ELSE 'pending' END,
-        claim_token = NULL,
-        claimed_at = NULL,
-        attempts = CASE WHEN o.outcome = 'release' THEN m.attempts - 1 ELSE m.attempts END,
-        due_at = CASE WHEN o.outcome IN ('retry', 'release') THEN o.due_at ELSE m.due_at END,
-        delivered_at = CASE WHEN o.outcome = 'delivered' THEN $6::timestamptz END,
-        dead_at = CASE WHEN o.outcome = 'dead' THEN $6::timestamptz END,
-        last_error = CASE WHEN o.outcome IN ('retry', 'dead') THEN o.error ELSE m.last_error END
-      FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::timestamptz[], $5::text[])
-        AS o(id, claim_token, outcome, due_at, error)
-      WHERE m.id = o.id
-        AND m.claim_token = o.claim_token
-        AND m.state = 'claimed'
-      RETURNING m.id`,
+      WITH settled AS (
+        UPDATE ${messages} m SET
+          state = CASE o.outcome
+            WHEN 'delivered' THEN 'delivered'
+            WHEN 'dead' THEN 'dead'
+            ELSE 'pending' END,
+          claim_token = NULL,
+          claimed_at = NULL,
+          attempts = CASE WHEN o.outcome = 'release' THEN m.attempts - 1 ELSE m.attempts END,
+          due_at = CASE WHEN o.outcome IN ('retry', 'release') THEN o.due_at ELSE m.due_at END,
+          delivered_at = CASE WHEN o.outcome = 'delivered' THEN $6::timestamptz END,
+          dead_at = CASE WHEN o.outcome = 'dead' THEN $6::timestamptz END,
+          last_error = CASE WHEN o.outcome IN ('retry', 'dead') THEN o.error ELSE m.last_error END
+        FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::timestamptz[], $5::text[])
+          AS o(id, claim_token, outcome, due_at, error)
+        WHERE m.id = o.id
+          AND m.claim_token = o.claim_token
+          AND m.state = 'claimed'
+        RETURNING m.id, m.kind, o.outcome
+      ),
+      counted AS (
+        ${countOutcomes(quotedSchema, 'settled', '$6')}
+      )
+      SELECT id FROM settled`,
 
     /**
      * $1 delivered before, $2 limit. Bounded, oldest first, and SKIP LOCKED so a purge never
@@ -206,6 +239,29 @@ export function outboxStatements(quotedSchema: string): OutboxStatements {
 
     listDelivered: listFinished(messages, 'delivered', 'delivered_at'),
     listDead: listFinished(messages, 'dead', 'dead_at'),
+
+    /** $1 since. Outcomes per minute, all kinds together, for metrics and the dashboard chart. */
+    readDeliveryCounts: `
+      SELECT minute, sum(delivered)::int AS delivered, sum(failed)::int AS failed,
+        sum(dead)::int AS dead
+      FROM ${quotedSchema}.delivery_counts
+      WHERE minute >= $1
+      GROUP BY minute
+      ORDER BY minute`,
+
+    /** $1 older than. Counters are small, but one row a minute per kind adds up over a year. */
+    purgeDeliveryCounts: `DELETE FROM ${quotedSchema}.delivery_counts WHERE minute < $1`,
+
+    /**
+     * $1 limit. The latest failures an operator should see: dead rows and pending rows that have
+     * failed at least once, newest first.
+     */
+    listRecentErrors: `
+      SELECT ${MESSAGE_COLUMNS}
+      FROM ${messages} m
+      WHERE m.last_error IS NOT NULL AND m.state IN ('pending', 'dead')
+      ORDER BY coalesce(m.dead_at, m.due_at) DESC, m.id DESC
+      LIMIT $1`,
 
     /** $1 id. */
     readMessage: `SELECT ${MESSAGE_COLUMNS} FROM ${messages} m WHERE m.id = $1`,

@@ -30,7 +30,10 @@ async function runUntilKilled(env: Record<string, string>, killAt: string): Prom
     child.on('exit', (_, signal) => resolve(signal));
   });
   const reached = new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`child never reached ${killAt}: ${stderr}`)), 30_000);
+    const timer = setTimeout(
+      () => reject(new Error(`child never reached ${killAt}: ${stderr}`)),
+      30_000,
+    );
     createInterface({ input: child.stdout! }).on('line', (line) => {
       lines.push(line);
       if (line.startsWith(killAt)) {

@@ -59,6 +59,9 @@ describe.each(DRIVER_NAMES)('drainOnce through %s', (driverName) => {
     expect(reports.filter((report) => report.delivered > 0).length).toBeGreaterThan(1);
     const stats = await store.stats(new Date());
     expect(stats).toMatchObject({ pending: 0, claimed: 0, delivered: 10_000, dead: 0 });
+    // The per-minute counters, upserted by 8 concurrent settles, add up exactly.
+    const counts = await store.deliveryCounts(new Date(0));
+    expect(counts.reduce((sum, minute) => sum + minute.delivered, 0)).toBe(10_000);
   });
 
   it('returns before a 2 s deadline with every sent message settled and the rest released', async () => {
@@ -209,6 +212,9 @@ describe.each(DRIVER_NAMES)('drainOnce through %s', (driverName) => {
     const [deadMessage] = (await store.list({ state: 'dead' })).messages;
     expect(deadMessage).toMatchObject({ key, attempts: 1 });
     expect(deadMessage?.lastError).toMatch(/permanent failure: PermanentDeliveryError: 410 Gone/);
+    expect(await store.deliveryCounts(new Date(0))).toMatchObject([
+      { delivered: 0, failed: 1, dead: 1 },
+    ]);
 
     refuse = false;
     expect(await store.retryDead(deadMessage!.id, new Date())).toBe(true);
