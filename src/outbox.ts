@@ -14,20 +14,25 @@ import {
   type SqlExecutor,
   type Statement,
 } from './core/ports.js';
+import { emailPayloadValidator } from './senders/ses/email-payload.js';
+import { webhookPayloadValidator } from './senders/webhook/webhook-payload.js';
 import { type MigrateResult, migrate } from './store/migrate.js';
 import { PostgresOutboxStore } from './store/postgres-store.js';
 import { DEFAULT_SCHEMA, quoteSchema } from './store/schema-name.js';
 import { outboxStatements } from './store/statements.js';
 
-/** The kinds every outbox knows; their senders ship with this package. */
-export const BUILT_IN_KINDS = ['email', 'webhook'] as const;
+/** The kinds every outbox knows, with the payload checks their senders rely on. */
+export const BUILT_IN_KINDS: Readonly<Record<'email' | 'webhook', PayloadValidator>> = {
+  email: emailPayloadValidator,
+  webhook: webhookPayloadValidator,
+};
 
 export interface OutboxOptions {
   /** Schema holding the outbox tables. Default `outbox`. */
   schema?: string;
   /**
-   * Kinds besides `email` and `webhook`, each with an optional payload check run at enqueue.
-   * A built-in kind listed here gets your check instead of none.
+   * Kinds besides `email` and `webhook`, each with an optional payload check run at enqueue
+   * (`true` for none). Listing a built-in kind replaces its check with yours.
    */
   kinds?: Record<string, PayloadValidator | true>;
   /** Makes message keys; default random UUID v4. */
@@ -87,9 +92,7 @@ export function createOutbox(options: OutboxOptions = {}): Outbox {
   const schema = options.schema ?? DEFAULT_SCHEMA;
   const statements = outboxStatements(quoteSchema(schema));
   const newId = options.newId ?? randomId;
-  const kinds = new Map<string, PayloadValidator | undefined>(
-    BUILT_IN_KINDS.map((kind) => [kind, undefined]),
-  );
+  const kinds = new Map<string, PayloadValidator | undefined>(Object.entries(BUILT_IN_KINDS));
   for (const [kind, validator] of Object.entries(options.kinds ?? {})) {
     if (!isValidKindName(kind)) {
       throw new ConfigurationError(

@@ -12,6 +12,7 @@ import {
   sleep,
 } from '../support/drain-fixtures.js';
 import { countingExecutor, DRIVER_NAMES, useDriver } from '../support/drivers.js';
+import { welcomeEmail } from '../support/fixtures.js';
 
 const database = useTestDatabase();
 
@@ -368,7 +369,7 @@ describe.each(DRIVER_NAMES)('drainOnce through %s', (driverName) => {
   it('does not claim kinds it has no sender for', async () => {
     const { outbox, store } = await freshOutbox(driver);
     await outbox.enqueue(driver.db, [
-      { kind: 'email', payload: {} },
+      { kind: 'email', payload: welcomeEmail('a@example.com') },
       { kind: 'test.kind', payload: {} },
     ]);
     const sender = recordingSender();

@@ -3,7 +3,7 @@ import { isValidationError, MAX_PAYLOAD_BYTES, type NewMessage } from '../../src
 import { createOutbox } from '../../src/outbox.js';
 import { useTestDatabase } from '../support/database.js';
 import { countingExecutor, DRIVER_NAMES, useDriver } from '../support/drivers.js';
-import { countMessages, insertUser } from '../support/fixtures.js';
+import { countMessages, insertUser, welcomeEmail } from '../support/fixtures.js';
 
 const database = useTestDatabase();
 const outbox = createOutbox({ kinds: { 'slack.post': true } });
@@ -19,7 +19,7 @@ describe.each(DRIVER_NAMES)('enqueue through %s', (driverName) => {
     const email = `${driverName}-commit@example.com`;
     const [key] = await driver.writeWithMessages(outbox, insertUser(email), {
       kind: 'email',
-      payload: { to: [email], subject: 'Welcome' },
+      payload: welcomeEmail(email),
     });
     const { rows } = await database.pool.query(
       'SELECT kind, payload, state, attempts FROM outbox.messages WHERE key = $1',
@@ -28,7 +28,7 @@ describe.each(DRIVER_NAMES)('enqueue through %s', (driverName) => {
     expect(rows).toEqual([
       {
         kind: 'email',
-        payload: { to: [email], subject: 'Welcome' },
+        payload: welcomeEmail(email),
         state: 'pending',
         attempts: 0,
       },
@@ -44,7 +44,7 @@ describe.each(DRIVER_NAMES)('enqueue through %s', (driverName) => {
       driver.writeWithMessages(
         outbox,
         insertUser(email),
-        { kind: 'email', key, payload: { to: [email] } },
+        { kind: 'email', key, payload: welcomeEmail(email) },
         { fail: true },
       ),
     ).rejects.toMatchObject({ code: '22012' });
@@ -58,7 +58,7 @@ describe.each(DRIVER_NAMES)('enqueue through %s', (driverName) => {
 
   it('yields one message for one dedupe key, across calls and within a call', async () => {
     const dedupeKey = `${driverName}-order-42-confirmation`;
-    const message: NewMessage = { kind: 'email', payload: { n: 1 }, dedupeKey };
+    const message: NewMessage = { kind: 'slack.post', payload: { n: 1 }, dedupeKey };
     const [first] = await driver.writeWithMessages(outbox, insertUser('a@example.com'), message);
     const [second, third] = await driver.writeWithMessages(outbox, insertUser('b@example.com'), [
       { ...message, payload: { n: 2 } },
@@ -99,7 +99,7 @@ describe.each(DRIVER_NAMES)('enqueue through %s', (driverName) => {
 
   it('delays a message by delayMs from the database clock at insert', async () => {
     const [key] = await outbox.enqueue(driver.db, {
-      kind: 'email',
+      kind: 'slack.post',
       payload: {},
       delayMs: 60 * 60 * 1000,
     });
@@ -114,9 +114,9 @@ describe.each(DRIVER_NAMES)('enqueue through %s', (driverName) => {
 
   it('refuses a caller-chosen key that already exists, naming the field', async () => {
     const key = crypto.randomUUID();
-    await outbox.enqueue(driver.db, { kind: 'email', key, payload: {} });
+    await outbox.enqueue(driver.db, { kind: 'slack.post', key, payload: {} });
     const error = await outbox
-      .enqueue(driver.db, { kind: 'email', key, payload: {} })
+      .enqueue(driver.db, { kind: 'slack.post', key, payload: {} })
       .catch((e) => e);
     expect(isValidationError(error)).toBe(true);
     expect(error.field).toBe('key');
@@ -127,45 +127,70 @@ describe('enqueue validation', () => {
   const cases: [string, unknown, string][] = [
     ['an unknown kind', { kind: 'sms', payload: {} }, 'message.kind'],
     ['a malformed kind', { kind: 'Email!', payload: {} }, 'message.kind'],
-    ['a missing payload', { kind: 'email' }, 'message.payload'],
-    ['a function in the payload', { kind: 'email', payload: { f: () => 1 } }, 'message.payload.f'],
+    ['a missing payload', { kind: 'slack.post' }, 'message.payload'],
+    [
+      'a function in the payload',
+      { kind: 'slack.post', payload: { f: () => 1 } },
+      'message.payload.f',
+    ],
     [
       'NaN in the payload',
-      { kind: 'email', payload: { n: [1, Number.NaN] } },
+      { kind: 'slack.post', payload: { n: [1, Number.NaN] } },
       'message.payload.n[1]',
     ],
-    ['a Date in the payload', { kind: 'email', payload: { at: new Date() } }, 'message.payload.at'],
-    ['undefined in the payload', { kind: 'email', payload: { u: undefined } }, 'message.payload.u'],
-    ['a bigint payload', { kind: 'email', payload: 1n }, 'message.payload'],
+    [
+      'a Date in the payload',
+      { kind: 'slack.post', payload: { at: new Date() } },
+      'message.payload.at',
+    ],
+    [
+      'undefined in the payload',
+      { kind: 'slack.post', payload: { u: undefined } },
+      'message.payload.u',
+    ],
+    ['a bigint payload', { kind: 'slack.post', payload: 1n }, 'message.payload'],
+    [
+      'an email without a subject',
+      { kind: 'email', payload: { to: ['a@example.com'], text: 'x' } },
+      'message.payload.subject',
+    ],
     [
       'a payload over the size limit',
-      { kind: 'email', payload: { blob: 'x'.repeat(MAX_PAYLOAD_BYTES) } },
+      { kind: 'slack.post', payload: { blob: 'x'.repeat(MAX_PAYLOAD_BYTES) } },
       'message.payload',
     ],
     [
       'an invalid due time',
-      { kind: 'email', payload: {}, dueAt: new Date('nope') },
+      { kind: 'slack.post', payload: {}, dueAt: new Date('nope') },
       'message.dueAt',
     ],
-    ['a negative delay', { kind: 'email', payload: {}, delayMs: -5 }, 'message.delayMs'],
+    ['a negative delay', { kind: 'slack.post', payload: {}, delayMs: -5 }, 'message.delayMs'],
     [
       'both dueAt and delayMs',
-      { kind: 'email', payload: {}, dueAt: new Date(), delayMs: 1 },
+      { kind: 'slack.post', payload: {}, dueAt: new Date(), delayMs: 1 },
       'message.dueAt',
     ],
-    ['a key that is not a UUID', { kind: 'email', payload: {}, key: 'order-1' }, 'message.key'],
+    [
+      'a key that is not a UUID',
+      { kind: 'slack.post', payload: {}, key: 'order-1' },
+      'message.key',
+    ],
     [
       'an empty ordering key',
-      { kind: 'email', payload: {}, orderingKey: '' },
+      { kind: 'slack.post', payload: {}, orderingKey: '' },
       'message.orderingKey',
     ],
     [
       'an overlong dedupe key',
-      { kind: 'email', payload: {}, dedupeKey: 'd'.repeat(201) },
+      { kind: 'slack.post', payload: {}, dedupeKey: 'd'.repeat(201) },
       'message.dedupeKey',
     ],
-    ['zero max attempts', { kind: 'email', payload: {}, maxAttempts: 0 }, 'message.maxAttempts'],
-    ['a misspelt property', { kind: 'email', payload: {}, orderKey: 'x' }, 'message.orderKey'],
+    [
+      'zero max attempts',
+      { kind: 'slack.post', payload: {}, maxAttempts: 0 },
+      'message.maxAttempts',
+    ],
+    ['a misspelt property', { kind: 'slack.post', payload: {}, orderKey: 'x' }, 'message.orderKey'],
   ];
 
   const database2 = database;
@@ -189,8 +214,8 @@ describe('enqueue validation', () => {
     const before = await countMessages(database.pool);
     const error = await outbox
       .enqueue({ query: (text, params) => database.pool.query(text, params) as never }, [
-        { kind: 'email', payload: {} },
-        { kind: 'email', payload: { bad: Number.POSITIVE_INFINITY } },
+        { kind: 'slack.post', payload: {} },
+        { kind: 'slack.post', payload: { bad: Number.POSITIVE_INFINITY } },
       ])
       .catch((e: unknown) => e);
     expect((error as { field: string }).field).toBe('messages[1].payload.bad');

@@ -40,7 +40,10 @@ describe.each(DRIVER_NAMES)('migrate through %s', (driverName) => {
 
   it('builds the table the outbox writes to, in the configured schema', async () => {
     const outbox = createOutbox({ schema });
-    const [key] = await outbox.enqueue(driver.db, { kind: 'webhook', payload: { ok: true } });
+    const [key] = await outbox.enqueue(driver.db, {
+      kind: 'webhook',
+      payload: { url: 'https://example.com/hook', body: { ok: true } },
+    });
     const { rows } = await database.pool.query(
       `SELECT state FROM ${schema}.messages WHERE key = $1`,
       [key],

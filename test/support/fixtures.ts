@@ -11,3 +11,8 @@ export async function countMessages(pool: pg.Pool, schema = 'outbox'): Promise<n
   const { rows } = await pool.query(`SELECT count(*)::int AS n FROM ${schema}.messages`);
   return rows[0].n;
 }
+
+/** A valid email payload: what the built-in `email` kind's validator accepts. */
+export function welcomeEmail(to: string) {
+  return { to: [to], subject: 'Welcome', text: 'Hello!' };
+}

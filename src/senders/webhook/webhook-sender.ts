@@ -1,0 +1,260 @@
+import {
+  ConfigurationError,
+  describeError,
+  isOutboxError,
+  isValidationError,
+  PermanentDeliveryError,
+  RetryableDeliveryError,
+} from '../../core/errors.js';
+import { type Clock, systemClock } from '../../core/ports.js';
+import type { OutboundMessage, Sender } from '../../core/sender.js';
+import { type DestinationPolicyOptions, destinationCheck } from './destination-policy.js';
+import { retryAfterMs } from './retry-after.js';
+import { type ParsedWebhook, parseWebhookPayload, type WebhookPayload } from './webhook-payload.js';
+import { decodeWebhookSecret, signWebhook } from './webhook-signature.js';
+
+/** Finds the signing secret for one message, e.g. by `payload.endpointId` in your endpoints table. */
+export type WebhookSecretLookup = (
+  message: OutboundMessage,
+  payload: WebhookPayload,
+) => Promise<string | undefined> | string | undefined;
+
+export interface WebhookSenderConfig extends DestinationPolicyOptions {
+  /** One `whsec_` secret for every endpoint. Give this or `secretFor`. */
+  secret?: string;
+  /**
+   * The `whsec_` secret for this message's endpoint. `undefined` (endpoint deleted or disabled)
+   * is a permanent failure; a thrown error (database down) is retryable.
+   */
+  secretFor?: WebhookSecretLookup;
+  /** Source of `webhook-timestamp`, and of "now" for `Retry-After` dates. Default: system clock. */
+  clock?: Clock;
+  /** Default {@link DEFAULT_WEBHOOK_USER_AGENT}. */
+  userAgent?: string;
+}
+
+/** Names us in receivers' logs, so their operators know whom to call. */
+export const DEFAULT_WEBHOOK_USER_AGENT = 'outbox-relay-webhooks/1';
+
+/**
+ * 200 characters of the response body go into the error, and so into `last_error`: enough for
+ * a typical JSON error (`{"error":"invalid signature"}`), not enough to fill the table with
+ * an HTML error page.
+ */
+export const RESPONSE_SNIPPET_CHARACTERS = 200;
+
+/** Bytes read for the snippet; the rest of the body is discarded unread. */
+const RESPONSE_SNIPPET_BYTES = 1024;
+
+/**
+ * Statuses that mean "not now" rather than "no": timeout, too early, too many requests.
+ * Every 5xx is retryable too.
+ */
+const RETRYABLE_STATUSES = new Set([408, 425, 429]);
+
+/**
+ * A sender for `kind: "webhook"`: POSTs JSON signed per Standard Webhooks.
+ *
+ * Each request carries `webhook-id` (the outbox message key: the same on every retry, so the
+ * receiver deduplicates on it), `webhook-timestamp` (the time of this attempt, in Unix seconds)
+ * and `webhook-signature`. The body is the payload's `body`, or the envelope
+ * `{type, timestamp, data}` when the payload names an `event`.
+ *
+ * Before connecting, the URL must pass the destination policy (the SSRF guard: https only in
+ * production; no loopback, private, link-local, metadata or other internal address, by literal,
+ * by name or by what the name resolves to; `allowHosts` for exceptions). A refused URL is a
+ * `PermanentDeliveryError` and no connection is made.
+ *
+ * | Response | Outcome |
+ * | --- | --- |
+ * | 2xx | delivered |
+ * | 3xx | permanent, naming the `Location`: redirects are not followed |
+ * | 408, 425, 429, 5xx | retryable, with `Retry-After` (seconds or HTTP date) as `retryAfterMs` |
+ * | 410 | permanent: the endpoint is gone |
+ * | other 4xx | permanent |
+ * | network error, timeout | retryable |
+ *
+ * Error messages name the status and the first 200 characters of the response body, and the
+ * URL's origin only: paths often hold tokens, and errors are stored and shown.
+ *
+ * Uses the global `fetch` and `crypto.subtle`: runs on Node 20+, Lambda and Workers.
+ *
+ * @example
+ * const webhook = webhookSender({
+ *   secretFor: async (_message, payload) => endpoints.secretOf(payload.endpointId),
+ *   resolveHost: nodeHostResolver,
+ * });
+ */
+export function webhookSender(config: WebhookSenderConfig): Sender {
+  const lookupSecret = secretSource(config);
+  const checkDestination = destinationCheck(config);
+  const clock = config.clock ?? systemClock;
+  const userAgent = config.userAgent ?? DEFAULT_WEBHOOK_USER_AGENT;
+
+  return async (message, signal) => {
+    let webhook: ParsedWebhook;
+    try {
+      webhook = parseWebhookPayload(message.payload, 'payload');
+    } catch (error) {
+      if (!isValidationError(error)) throw error;
+      throw new PermanentDeliveryError(`invalid webhook payload: ${error.message}`, {
+        cause: error,
+      });
+    }
+    const { payload, url } = webhook;
+    await checkDestination(url, signal);
+    const secret = await lookupSecret(message, payload);
+
+    const body = JSON.stringify(
+      payload.event === undefined
+        ? payload.body
+        : { type: payload.event, timestamp: message.createdAt.toISOString(), data: payload.body },
+    );
+    const signature = await signWebhook({ secret, id: message.key, timestamp: clock.now(), body });
+
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'user-agent': userAgent, ...signature },
+        body,
+        // A redirect could lead anywhere, past the destination check: report it instead.
+        redirect: 'manual',
+        signal,
+      });
+    } catch (error) {
+      if (signal.aborted) {
+        throw new RetryableDeliveryError(
+          `webhook to ${url.origin} abandoned: the send's time was up before a response`,
+          { cause: error },
+        );
+      }
+      throw new RetryableDeliveryError(
+        `webhook to ${url.origin} failed: ${networkFailure(error)}`,
+        { cause: error },
+      );
+    }
+    await failUnlessDelivered(response, url, signal, clock);
+  };
+}
+
+/** Throws the outcome of a non-2xx response; resolves for 2xx. */
+async function failUnlessDelivered(
+  response: Response,
+  url: URL,
+  signal: AbortSignal,
+  clock: Clock,
+): Promise<void> {
+  const { status } = response;
+  if (status >= 200 && status < 300) {
+    await discardBody(response);
+    return;
+  }
+  // Browsers hide manual redirects as an opaque response with status 0.
+  if (response.type === 'opaqueredirect' || (status >= 300 && status < 400)) {
+    await discardBody(response);
+    const location = response.headers.get('location');
+    throw new PermanentDeliveryError(
+      `webhook to ${url.origin} answered HTTP ${status} redirecting to ${location ?? '(no Location)'}; redirects are not followed: update the endpoint URL`,
+    );
+  }
+  const snippet = await bodySnippet(response, signal);
+  const what = `webhook to ${url.origin} answered HTTP ${status}${snippet === '' ? '' : `: ${snippet}`}`;
+  if (RETRYABLE_STATUSES.has(status) || status >= 500) {
+    const waitMs = retryAfterMs(response.headers.get('retry-after'), clock.now());
+    throw new RetryableDeliveryError(what, waitMs === undefined ? {} : { retryAfterMs: waitMs });
+  }
+  if (status === 410) {
+    throw new PermanentDeliveryError(`${what} (410 Gone: the receiver retired this endpoint)`);
+  }
+  if (status >= 400) throw new PermanentDeliveryError(what);
+  throw new RetryableDeliveryError(`${what} (an unexpected status)`);
+}
+
+function secretSource(
+  config: WebhookSenderConfig,
+): (message: OutboundMessage, payload: WebhookPayload) => Promise<string> {
+  const { secret, secretFor } = config;
+  if ((secret === undefined) === (secretFor === undefined)) {
+    throw new ConfigurationError('webhook sender: give exactly one of secret and secretFor');
+  }
+  if (secret !== undefined) {
+    try {
+      decodeWebhookSecret(secret);
+    } catch (error) {
+      throw new ConfigurationError(`webhook sender: ${describeError(error)}`, { cause: error });
+    }
+    return async () => secret;
+  }
+  return async (message, payload) => {
+    const endpoint =
+      payload.endpointId === undefined ? 'this webhook' : `endpoint ${payload.endpointId}`;
+    let found: string | undefined;
+    try {
+      found = await secretFor!(message, payload);
+    } catch (error) {
+      if (isOutboxError(error)) throw error;
+      throw new RetryableDeliveryError(
+        `webhook: could not look up the signing secret for ${endpoint}: ${describeError(error)}`,
+        { cause: error },
+      );
+    }
+    if (found === undefined) {
+      throw new PermanentDeliveryError(
+        `webhook: no signing secret for ${endpoint} (deleted or disabled?); nothing was sent`,
+      );
+    }
+    try {
+      decodeWebhookSecret(found);
+    } catch (error) {
+      throw new PermanentDeliveryError(
+        `webhook: the signing secret for ${endpoint} is unusable: ${describeError(error)}`,
+        { cause: error },
+      );
+    }
+    return found;
+  };
+}
+
+/** Up to {@link RESPONSE_SNIPPET_CHARACTERS} of the body on one line; '' if unreadable. */
+async function bodySnippet(response: Response, signal: AbortSignal): Promise<string> {
+  if (response.body === null || signal.aborted) return '';
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let received = 0;
+  try {
+    while (received < RESPONSE_SNIPPET_BYTES) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      received += value.byteLength;
+    }
+  } catch {
+    // The snippet is a courtesy: a body that fails mid-read still leaves the status to report.
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+  const bytes = new Uint8Array(received);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  const text = new TextDecoder().decode(bytes).replace(/\s+/g, ' ').trim();
+  return text.length > RESPONSE_SNIPPET_CHARACTERS
+    ? `${text.slice(0, RESPONSE_SNIPPET_CHARACTERS)}…`
+    : text;
+}
+
+/** Frees the connection for reuse without reading a body nobody needs. */
+async function discardBody(response: Response): Promise<void> {
+  await response.body?.cancel().catch(() => {});
+}
+
+/** fetch says only "fetch failed"; the reason (ECONNREFUSED, a TLS error) is in `cause`. */
+function networkFailure(error: unknown): string {
+  const cause = error instanceof Error ? error.cause : undefined;
+  return cause === undefined
+    ? describeError(error)
+    : `${describeError(error)} (${describeError(cause)})`;
+}
