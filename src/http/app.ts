@@ -1,0 +1,57 @@
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { HTTPException } from 'hono/http-exception';
+import { requestId } from 'hono/request-id';
+import { describeError } from '../core/errors.js';
+import { adminAuth } from './admin-auth.js';
+import { adminRoutes } from './admin-routes.js';
+import { type AppDeps, type AppEnv, resolveDeps } from './app-deps.js';
+import { dashboardRoutes, LOGIN_PATH } from './dashboard.js';
+import { domainRoutes } from './domain-routes.js';
+import { errorResponse } from './errors.js';
+
+/**
+ * The reference service: domain endpoints whose writes carry their side effects as outbox rows
+ * in the same transaction, an admin API, metrics and a dashboard. Runtimes (Node, Workers,
+ * Lambda) only supply `deps`.
+ *
+ * @example
+ * const app = createApp({ db: neonHttpExecutor(sql), outbox, adminToken: env.ADMIN_TOKEN });
+ * export default { fetch: app.fetch };
+ */
+export function createApp(deps: AppDeps): Hono<AppEnv> {
+  const resolved = resolveDeps(deps);
+  const app = new Hono<AppEnv>();
+
+  app.use('*', requestId());
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: resolved.maxBodyBytes,
+      onError: (c) => errorResponse(c, 413, `request body over ${resolved.maxBodyBytes} bytes`),
+    }),
+  );
+
+  app.route('/', domainRoutes(resolved));
+  // `/admin/*` covers `/admin` too; the sign-in form there is the one anonymous path.
+  app.use('/admin/*', adminAuth(resolved.adminToken, { allowAnonymous: [LOGIN_PATH] }));
+  app.route('/admin', adminRoutes(resolved));
+  app.route('/admin', dashboardRoutes(resolved));
+
+  app.notFound((c) => errorResponse(c, 404, `no route for ${c.req.method} ${c.req.path}`));
+  app.onError((error, c) => {
+    if (error instanceof HTTPException) {
+      // Hono's own refusals: malformed JSON (400) and the like. Their message is safe to show.
+      return errorResponse(c, error.status as 400, error.message || 'bad request');
+    }
+    const id = c.get('requestId');
+    resolved.logger.error('request failed', {
+      requestId: id,
+      method: c.req.method,
+      path: c.req.path,
+      error: describeError(error),
+    });
+    return c.json({ error: 'internal error', requestId: id }, 500);
+  });
+  return app;
+}

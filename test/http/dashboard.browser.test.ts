@@ -1,0 +1,374 @@
+/**
+ * The dashboard in a real headless Chromium against the real app on a real Node server and a
+ * real database: sign in through the form, read the counts, press Retry, and see a cross-site
+ * form refused. Installs Debian's chromium on first run when it can (root); skips, saying why,
+ * only when it cannot.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { type ServerType, serve } from '@hono/node-server';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { drainOnce } from '../../src/core/drain.js';
+import { PermanentDeliveryError, RetryableDeliveryError } from '../../src/core/errors.js';
+import { pgExecutor } from '../../src/drivers/node-pg.js';
+import { createApp } from '../../src/http/app.js';
+import { DASHBOARD_CSP } from '../../src/http/dashboard.js';
+import { migrations as appMigrations } from '../../src/http/migrations.generated.js';
+import { createOutbox } from '../../src/outbox.js';
+import { migrate } from '../../src/store/migrate.js';
+import { startLoopbackServer } from '../senders/loopback-http.js';
+import { useTestDatabase } from '../support/database.js';
+
+const CHROMIUM_PATH = '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+/** apt-get update plus a chromium install with its libraries: a minute or two, rarely more. */
+const INSTALL_TIMEOUT_MS = 10 * 60 * 1000;
+const ADMIN_TOKEN = 'test-admin-token';
+const ARTIFACTS = join(process.cwd(), 'test-artifacts');
+const KIND = 'demo.notify';
+const HOUR = 60 * 60 * 1000;
+
+/** An error message a hostile receiver could send back: it must show as text, never run. */
+const HOSTILE_ERROR =
+  '410 Gone: <script>document.title="pwned"</script><img src=x onerror=alert(1)>';
+
+const database = useTestDatabase();
+
+interface Harness {
+  browser: Browser;
+  server: ServerType;
+  baseUrl: string;
+}
+
+let harness: Harness | undefined;
+let unavailable: string | undefined;
+
+describe('the dashboard in a browser', () => {
+  beforeAll(async () => {
+    const chromiumReady = await ensureChromium();
+    if (chromiumReady !== true) {
+      unavailable = chromiumReady;
+      console.warn(`skipping the dashboard browser tests: ${unavailable}`);
+      return;
+    }
+    await migrate(pgExecutor(database.pool), { schema: 'app', migrations: appMigrations });
+    const outbox = createOutbox({ kinds: { [KIND]: true } });
+    await seedMessages(outbox);
+    const app = createApp({ db: pgExecutor(database.pool), outbox, adminToken: ADMIN_TOKEN });
+    const { server, port } = await new Promise<{ server: ServerType; port: number }>((resolve) => {
+      const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) =>
+        resolve({ server, port: info.port }),
+      );
+    });
+    const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
+    harness = { browser, server, baseUrl: `http://127.0.0.1:${port}` };
+    await mkdir(ARTIFACTS, { recursive: true });
+  }, INSTALL_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await harness?.browser.close();
+    await new Promise<void>((resolve) => {
+      if (!harness) return resolve();
+      harness.server.close(() => resolve());
+    });
+  });
+
+  it('asks for the token, signs in, shows the database counts, and retries a dead message', async (context) => {
+    if (unavailable) context.skip(unavailable);
+    const { browser, baseUrl } = harness!;
+    const browserContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const { page, dialogs } = await newWatchedPage(browserContext);
+    try {
+      const first = await page.goto(`${baseUrl}/admin`);
+      expect(first?.status()).toBe(200);
+      expect(first?.headers()['content-security-policy']).toBe(DASHBOARD_CSP);
+      await expect.poll(() => page.getByLabel('Admin token').isVisible()).toBe(true);
+
+      await page.getByLabel('Admin token').fill('not-the-token');
+      const refused = await Promise.all([
+        page.waitForResponse((response) => response.request().method() === 'POST'),
+        page.getByRole('button', { name: 'Sign in' }).click(),
+      ]);
+      expect(refused[0].status()).toBe(401);
+      await expect.poll(() => page.getByRole('alert').textContent()).toContain('not right');
+      await page.screenshot({ path: join(ARTIFACTS, 'dashboard-login.png') });
+
+      await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
+      await Promise.all([
+        page.waitForURL(`${baseUrl}/admin`),
+        page.getByRole('button', { name: 'Sign in' }).click(),
+      ]);
+      await page.getByRole('heading', { name: 'Dead letters' }).waitFor();
+      const [cookie] = await browserContext.cookies();
+      expect(cookie).toMatchObject({ name: 'outbox_admin', httpOnly: true, sameSite: 'Strict' });
+
+      const before = await countsInDatabase();
+      expect(before).toMatchObject({ pending: 3, delivered: 4, dead: 3 });
+      expect(await countsOnPage(page)).toEqual(before);
+
+      // The hostile error is shown as text, and nothing in it ran.
+      await expect.poll(() => page.getByText('<script>').count()).toBeGreaterThan(0);
+      expect(await page.title()).toBe('outbox-relay admin');
+      expect(await page.locator('script, img').count()).toBe(0);
+
+      // 60 one-minute buckets, with this run's outcomes in the last one.
+      expect(await page.locator('figure.chart svg > g').count()).toBe(60);
+      expect(await page.locator('figure.chart svg title').first().textContent()).toContain(
+        'Deliveries and failures per minute',
+      );
+      await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });
+
+      const deadId = await oldestDeadId();
+      await Promise.all([
+        page.waitForURL(/\/admin\?done=retried/),
+        page.getByRole('button', { name: `Retry message ${deadId}`, exact: true }).click(),
+      ]);
+      expect(await stateInDatabase(deadId)).toBe('pending');
+      await expect
+        .poll(() => page.getByRole('status').textContent())
+        .toContain(`Message ${deadId} is pending again`);
+      const after = await countsOnPage(page);
+      expect(after.dead).toBe(before.dead - 1);
+      expect(after.pending).toBe(before.pending + 1);
+      expect(after).toEqual(await countsInDatabase());
+      expect(
+        await page.getByRole('button', { name: `Retry message ${deadId}`, exact: true }).count(),
+      ).toBe(0);
+      expect(dialogs).toEqual([]);
+      await page.screenshot({
+        path: join(ARTIFACTS, 'dashboard-after-retry.png'),
+        fullPage: true,
+      });
+    } finally {
+      await browserContext.close();
+    }
+  });
+
+  it('refuses a cross-site form post without the CSRF token, though the browser sends the cookie', async (context) => {
+    if (unavailable) context.skip(unavailable);
+    const { browser, baseUrl } = harness!;
+    const deadId = await oldestDeadId();
+    const target = `${baseUrl}/admin/dashboard/messages/${deadId}/retry`;
+    // Another port on the same host is another origin but the same site, so even a SameSite=Strict
+    // cookie goes along: only the CSRF token stands between this page and the retry.
+    const attacker = await startLoopbackServer((_request, response) => {
+      response.setHeader('content-type', 'text/html');
+      response.end(`<!doctype html><form method="post" action="${target}">
+        <input type="hidden" name="unrelated" value="1"></form>
+        <script>document.forms[0].submit()</script>`);
+    });
+    const browserContext = await browser.newContext();
+    try {
+      const { page } = await newWatchedPage(browserContext);
+      await signIn(page, baseUrl);
+      const [response] = await Promise.all([
+        page.waitForResponse((response) => response.url() === target),
+        page.goto(attacker.url),
+      ]);
+      expect((await response.request().allHeaders()).cookie).toContain('outbox_admin=');
+      expect(response.status()).toBe(403);
+      expect(await stateInDatabase(deadId)).toBe('dead');
+
+      // The same from a script or a tool holding the cookie: refused too.
+      const [cookie] = await browserContext.cookies();
+      const forged = await fetch(target, {
+        method: 'POST',
+        headers: {
+          cookie: `${cookie!.name}=${cookie!.value}`,
+          origin: 'https://attacker.example',
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+        body: 'csrf=guess',
+        redirect: 'manual',
+      });
+      expect(forged.status).toBe(403);
+      expect(await stateInDatabase(deadId)).toBe('dead');
+    } finally {
+      await browserContext.close();
+      await attacker.close();
+    }
+  });
+});
+
+/**
+ * Puts messages in real states through the real drain: four delivered, three dead (one of them
+ * with a hostile error text), one retrying after a failure, two waiting for later.
+ */
+async function seedMessages(outbox: ReturnType<typeof createOutbox>): Promise<void> {
+  const db = pgExecutor(database.pool);
+  const fates = [
+    ...Array.from({ length: 4 }, () => 'deliver'),
+    ...Array.from({ length: 3 }, () => 'die'),
+    'retry',
+  ];
+  await outbox.enqueue(
+    db,
+    fates.map((fate, index) => ({ kind: KIND, payload: { fate, index, note: '<b>bold?</b>' } })),
+  );
+  await outbox.enqueue(db, [
+    { kind: KIND, payload: { fate: 'later', index: 8 }, delayMs: HOUR },
+    { kind: KIND, payload: { fate: 'later', index: 9 }, delayMs: HOUR },
+  ]);
+  const report = await drainOnce({
+    store: outbox.store(db),
+    senders: {
+      [KIND]: async (message) => {
+        const { fate, index } = message.payload as { fate: string; index: number };
+        if (fate === 'die') {
+          throw new PermanentDeliveryError(
+            index === 4 ? HOSTILE_ERROR : `receiver refused message ${index} for good`,
+          );
+        }
+        if (fate === 'retry') {
+          throw new RetryableDeliveryError('503 Service Unavailable', { retryAfterMs: HOUR });
+        }
+      },
+    },
+  });
+  expect(report).toMatchObject({ delivered: 4, dead: 3, retried: 1 });
+}
+
+type StateCounts = Record<'pending' | 'claimed' | 'delivered' | 'dead', number>;
+
+async function countsInDatabase(): Promise<StateCounts> {
+  const { rows } = await database.pool.query<{ state: keyof StateCounts; n: number }>(
+    'SELECT state, count(*)::int AS n FROM outbox.messages GROUP BY state',
+  );
+  const counts: StateCounts = { pending: 0, claimed: 0, delivered: 0, dead: 0 };
+  for (const row of rows) counts[row.state] = row.n;
+  return counts;
+}
+
+async function countsOnPage(page: Page): Promise<StateCounts> {
+  const read = async (state: keyof StateCounts) =>
+    Number(
+      ((await page.locator(`[data-state="${state}"] .card-value`).textContent()) ?? '').replace(
+        /,/g,
+        '',
+      ),
+    );
+  return {
+    pending: await read('pending'),
+    claimed: await read('claimed'),
+    delivered: await read('delivered'),
+    dead: await read('dead'),
+  };
+}
+
+async function oldestDeadId(): Promise<string> {
+  const { rows } = await database.pool.query<{ id: string }>(
+    "SELECT id::text FROM outbox.messages WHERE state = 'dead' ORDER BY id LIMIT 1",
+  );
+  return rows[0]!.id;
+}
+
+async function stateInDatabase(id: string): Promise<string | undefined> {
+  const { rows } = await database.pool.query<{ state: string }>(
+    'SELECT state FROM outbox.messages WHERE id = $1',
+    [id],
+  );
+  return rows[0]?.state;
+}
+
+async function signIn(page: Page, baseUrl: string): Promise<void> {
+  await page.goto(`${baseUrl}/admin`);
+  await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
+  await Promise.all([
+    page.waitForURL(`${baseUrl}/admin`),
+    page.getByRole('button', { name: 'Sign in' }).click(),
+  ]);
+  await page.getByRole('heading', { name: 'Dead letters' }).waitFor();
+}
+
+/** A page that records every dialog: an alert would mean injected markup ran. */
+async function newWatchedPage(
+  browserContext: BrowserContext,
+): Promise<{ page: Page; dialogs: string[] }> {
+  const page = await browserContext.newPage();
+  const dialogs: string[] = [];
+  page.on('dialog', (dialog) => {
+    dialogs.push(dialog.message());
+    void dialog.dismiss();
+  });
+  return { page, dialogs };
+}
+
+/**
+ * True when chromium is there or could be installed; otherwise why not. Installs with apt when
+ * missing and we are root, printing progress: the first run on a fresh machine takes a while.
+ */
+async function ensureChromium(): Promise<true | string> {
+  if (existsSync(CHROMIUM_PATH)) return true;
+  if (process.getuid?.() !== 0) {
+    return `${CHROMIUM_PATH} is missing and only root can install it (apt-get install chromium)`;
+  }
+  const started = Date.now();
+  console.log(`${CHROMIUM_PATH} is missing: installing Debian's chromium with apt-get`);
+  for (const args of [['update'], ['install', '-y', '--no-install-recommends', 'chromium']]) {
+    const result = await runApt(args, started);
+    if (result !== true) return result;
+  }
+  if (!existsSync(CHROMIUM_PATH)) {
+    return `apt-get installed chromium but ${CHROMIUM_PATH} is still missing`;
+  }
+  console.log(`chromium installed in ${Math.round((Date.now() - started) / 1000)} s`);
+  return true;
+}
+
+/** Runs apt-get, echoing its milestones and a heartbeat; true, or the reason it failed. */
+function runApt(args: string[], started: number): Promise<true | string> {
+  const command = `apt-get ${args.join(' ')}`;
+  console.log(`[chromium] ${command}`);
+  return new Promise((resolve) => {
+    const child = spawn('apt-get', ['-o', 'DPkg::Lock::Timeout=120', ...args], {
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const tail: string[] = [];
+    let fetched = 0;
+    let unpacked = 0;
+    const onLine = (line: string) => {
+      tail.push(line);
+      if (tail.length > 20) tail.shift();
+      if (line.startsWith('Get:')) fetched += 1;
+      if (line.startsWith('Unpacking')) unpacked += 1;
+      if (/^(Fetched|E:|Err:|W:)|^Setting up chromium/.test(line))
+        console.log(`[chromium] ${line}`);
+    };
+    for (const stream of [child.stdout, child.stderr]) {
+      let buffered = '';
+      stream.setEncoding('utf8');
+      stream.on('data', (chunk: string) => {
+        buffered += chunk;
+        const lines = buffered.split('\n');
+        buffered = lines.pop() ?? '';
+        for (const line of lines) onLine(line);
+      });
+    }
+    const heartbeat = setInterval(() => {
+      const seconds = Math.round((Date.now() - started) / 1000);
+      console.log(`[chromium] ${command}: ${seconds} s, ${fetched} fetched, ${unpacked} unpacked`);
+    }, 15_000);
+    child.on('error', (error) => {
+      clearInterval(heartbeat);
+      resolve(`${command} could not start: ${error.message}`);
+    });
+    child.on('close', (code) => {
+      clearInterval(heartbeat);
+      if (code === 0) resolve(true);
+      else resolve(`${command} exited with ${code}:\n${tail.join('\n')}`);
+    });
+  });
+}
