@@ -117,6 +117,10 @@ export const DEFAULT_SEND_TIMEOUT_MS = 15_000;
  */
 export const DEFAULT_ROUND_TRIP_RESERVE_MS = 2_000;
 
+/** Largest batch and concurrency a drain accepts: beyond these a claim or a settle gets unwieldy. */
+export const MAX_BATCH_SIZE = 1000;
+export const MAX_CONCURRENCY = 1000;
+
 /** Attempts at writing a batch's outcomes before giving up (the lease then covers for us). */
 const SETTLE_TRIES = 3;
 
@@ -256,10 +260,13 @@ function resolveSettings(options: DrainOptions): Settings {
     random: options.random ?? Math.random,
     logger: options.logger ?? silentLogger,
   };
-  for (const name of ['batchSize', 'concurrency'] as const) {
+  for (const [name, max] of [
+    ['batchSize', MAX_BATCH_SIZE],
+    ['concurrency', MAX_CONCURRENCY],
+  ] as const) {
     const value = settings[name];
-    if (!Number.isInteger(value) || value < 1 || value > 1000) {
-      throw new ConfigurationError(`drainOnce: ${name} must be an integer from 1 to 1000`);
+    if (!Number.isInteger(value) || value < 1 || value > max) {
+      throw new ConfigurationError(`drainOnce: ${name} must be an integer from 1 to ${max}`);
     }
   }
   for (const name of ['maxMessages', 'subrequestBudget'] as const) {

@@ -25,25 +25,40 @@ export interface DrainerOptions {
  */
 export function createDrainer(options: DrainerOptions): Drainer {
   const clock = options.clock ?? options.defaults?.clock ?? systemClock;
-  return ({ keys, maxMessages, budgetMs }) => {
-    const sendTimeoutMs = Math.min(
-      options.defaults?.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS,
-      Math.floor(budgetMs / 2),
-    );
-    const roundTripReserveMs = Math.min(
-      options.defaults?.roundTripReserveMs ?? DEFAULT_ROUND_TRIP_RESERVE_MS,
-      Math.floor(budgetMs / 6),
-    );
-    return drainOnce({
+  return ({ keys, maxMessages, budgetMs }) =>
+    drainOnce({
       ...options.defaults,
       store: options.store,
       senders: options.senders,
       clock,
       keys,
       maxMessages,
-      deadline: new Date(clock.now().getTime() + budgetMs),
-      sendTimeoutMs,
-      roundTripReserveMs,
+      ...budgetedTimeouts(budgetMs, clock, options.defaults),
     });
+}
+
+/** The smallest budget worth draining in: half a second per send. */
+export const MIN_DRAIN_BUDGET_MS = 1_000;
+
+/**
+ * A deadline `budgetMs` from now, with a send timeout and round-trip reserve that fit inside
+ * it: at most half the budget per send and a sixth per round trip (never more than the
+ * defaults), so one claim, one send and one settle always fit.
+ */
+export function budgetedTimeouts(
+  budgetMs: number,
+  clock: Clock = systemClock,
+  defaults: { sendTimeoutMs?: number; roundTripReserveMs?: number } = {},
+): Pick<DrainOptions, 'deadline' | 'sendTimeoutMs' | 'roundTripReserveMs'> {
+  return {
+    deadline: new Date(clock.now().getTime() + budgetMs),
+    sendTimeoutMs: Math.min(
+      defaults.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS,
+      Math.floor(budgetMs / 2),
+    ),
+    roundTripReserveMs: Math.min(
+      defaults.roundTripReserveMs ?? DEFAULT_ROUND_TRIP_RESERVE_MS,
+      Math.floor(budgetMs / 6),
+    ),
   };
 }

@@ -1,0 +1,110 @@
+/**
+ * The CLI's database and outbox, from the environment: `DATABASE_URL` (required) and
+ * `OUTBOX_SCHEMA` (default `outbox`), over a `pg` Pool.
+ */
+import pg from 'pg';
+import type { BatchSqlExecutor } from '../core/ports.js';
+import { pgExecutor } from '../drivers/node-pg.js';
+import { createOutbox, type Outbox } from '../outbox.js';
+import { emailPayloadValidator } from '../senders/ses/email-payload.js';
+import { webhookPayloadValidator } from '../senders/webhook/webhook-payload.js';
+import type { PostgresOutboxStore } from '../store/postgres-store.js';
+import { DEFAULT_SCHEMA } from '../store/schema-name.js';
+import { CliError, connectionFailureReason } from './cli-errors.js';
+import { type CliIo, writeNote } from './cli-io.js';
+
+/**
+ * Ten seconds to connect: a Neon compute waking from suspend answers in a second or few, and
+ * without a limit pg waits forever on an address that drops packets.
+ */
+export const CONNECT_TIMEOUT_MS = 10_000;
+
+/** How the CLI's sessions appear in `pg_stat_activity`, unless the URL names one. */
+const APPLICATION_NAME = 'outbox-cli';
+
+/**
+ * The outbox the CLI operates on. The built-in kinds get their payload checks, so
+ * `outbox enqueue` refuses a malformed email or webhook before writing it, instead of the
+ * drain sending it to dead letter later. Throws `ConfigurationError` for a bad OUTBOX_SCHEMA.
+ */
+export function outboxFromEnv(env: CliIo['env']): Outbox {
+  const schema = env.OUTBOX_SCHEMA?.trim() || DEFAULT_SCHEMA;
+  return createOutbox({
+    schema,
+    kinds: { email: emailPayloadValidator, webhook: webhookPayloadValidator },
+  });
+}
+
+export interface CliDatabase {
+  pool: pg.Pool;
+  db: BatchSqlExecutor;
+  outbox: Outbox;
+  store: PostgresOutboxStore;
+}
+
+/**
+ * Connects (proving the database is reachable before any command runs), hands the database to
+ * `use`, and always closes the pool after. A missing or malformed DATABASE_URL is a
+ * configuration error (exit 3); a failed connection is "unreachable" (exit 4), named by
+ * host, port and database, never by the password.
+ */
+export async function withDatabase<T>(
+  io: CliIo,
+  outbox: Outbox,
+  use: (database: CliDatabase) => Promise<T>,
+): Promise<T> {
+  const url = io.env.DATABASE_URL?.trim();
+  if (!url) {
+    throw new CliError(
+      'CLI_CONFIGURATION',
+      'DATABASE_URL is not set: export the postgres:// URL of the database that holds the outbox',
+    );
+  }
+  const where = describeServer(url);
+  const pool = new pg.Pool({
+    connectionString: url,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    fallback_application_name: APPLICATION_NAME,
+  });
+  // An idle connection the server drops must not crash the process (pg emits 'error' on the
+  // pool); the next query opens a fresh connection.
+  pool.on('error', (error) => {
+    writeNote(io, `database connection dropped: ${connectionFailureReason(error)}`);
+  });
+  try {
+    try {
+      const client = await pool.connect();
+      client.release();
+    } catch (error) {
+      throw new CliError(
+        'CLI_UNREACHABLE',
+        `cannot connect to the database at ${where}: ${connectionFailureReason(error)}`,
+        { cause: error },
+      );
+    }
+    const db = pgExecutor(pool);
+    return await use({ pool, db, outbox, store: outbox.store(db) });
+  } finally {
+    await pool.end().catch(() => {});
+  }
+}
+
+/** `host:port/database` of a postgres URL: enough to tell servers apart, no credentials. */
+function describeServer(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new CliError(
+      'CLI_CONFIGURATION',
+      'DATABASE_URL is not a URL: expected postgres://user:password@host:port/database',
+    );
+  }
+  if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
+    throw new CliError(
+      'CLI_CONFIGURATION',
+      `DATABASE_URL must start with postgres:// or postgresql://, not ${parsed.protocol}//`,
+    );
+  }
+  return `${parsed.hostname || 'localhost'}:${parsed.port || '5432'}${parsed.pathname}`;
+}

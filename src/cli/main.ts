@@ -1,0 +1,44 @@
+/**
+ * The process edge of the `outbox` command (bin/outbox.mjs imports this): real argv, stdio and
+ * environment, and the signals. For `drain`, the first SIGINT or SIGTERM asks the drain to stop
+ * gracefully (sends in flight finish and every outcome is recorded); a second one exits at once.
+ * Other commands are short, so a signal ends them the default way.
+ */
+import { constants } from 'node:os';
+import { DEFAULT_LEASE_MS } from '../core/drain.js';
+import { FORCED_EXIT_CODE_BASE } from './cli-errors.js';
+import { runCli } from './run-cli.js';
+import { formatDuration } from './text-format.js';
+
+const argv = process.argv.slice(2);
+const stop = new AbortController();
+
+if (argv[0] === 'drain') {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      if (!stop.signal.aborted) {
+        process.stderr.write(
+          `outbox: ${signal}: stopping once the drain in flight records its outcomes (again to force)\n`,
+        );
+        stop.abort();
+        return;
+      }
+      process.stderr.write(
+        `outbox: ${signal} again: exiting now; messages in flight stay claimed until their lease ends (at most ${formatDuration(DEFAULT_LEASE_MS)})\n`,
+      );
+      process.exit(FORCED_EXIT_CODE_BASE + constants.signals[signal]);
+    });
+  }
+}
+
+const exitCode = await runCli(argv, {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  env: process.env,
+  signal: stop.signal,
+});
+// Exit explicitly once output is flushed: an idle keep-alive socket left by a webhook send
+// must not hold the process open.
+await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
+await new Promise<void>((resolve) => process.stderr.write('', () => resolve()));
+process.exit(exitCode);

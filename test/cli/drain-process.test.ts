@@ -1,0 +1,142 @@
+/**
+ * `outbox drain` as the real process, delivering webhooks to a receiver on loopback: the
+ * one-shot JSON report, the continuous loop, and what SIGINT and SIGTERM do to it.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../support/database.js';
+import {
+  messageState,
+  newWebhookSecret,
+  type OutboxProcess,
+  runOutbox,
+  runOutboxInProcess,
+  startOutbox,
+  waitFor,
+  webhookDrainEnv,
+} from './outbox-cli.js';
+import { startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.js';
+
+const database = useTestDatabase();
+let receiver: WebhookReceiver;
+let drains: OutboxProcess[] = [];
+
+beforeEach(async () => {
+  await database.pool.query('TRUNCATE outbox.messages');
+  receiver = await startWebhookReceiver();
+});
+
+afterEach(async () => {
+  // A failed test must not leave a drain running.
+  for (const drain of drains) if (drain.child.exitCode === null) drain.child.kill('SIGKILL');
+  drains = [];
+  await receiver.close();
+});
+
+function drainEnv(): Record<string, string> {
+  return { DATABASE_URL: database.url, ...webhookDrainEnv(receiver.port, newWebhookSecret()) };
+}
+
+function startDrain(args: string[]): OutboxProcess {
+  const drain = startOutbox(['drain', ...args], drainEnv());
+  drains.push(drain);
+  return drain;
+}
+
+/** Enqueues a webhook to the receiver; returns the message id. */
+async function enqueueWebhook(body: Record<string, unknown> = {}): Promise<string> {
+  const payload = JSON.stringify({ url: `${receiver.url}/hook`, body });
+  const result = await runOutboxInProcess(['enqueue', '--kind', 'webhook', '--payload', payload], {
+    DATABASE_URL: database.url,
+  });
+  expect(result.code).toBe(0);
+  const { rows } = await database.pool.query('SELECT id FROM outbox.messages WHERE key = $1', [
+    result.stdout.trim(),
+  ]);
+  return String(rows[0].id);
+}
+
+describe('outbox drain (the process)', () => {
+  it('--once --json prints the drain report as the only thing on stdout', async () => {
+    const ids = [await enqueueWebhook({ n: 1 }), await enqueueWebhook({ n: 2 })];
+    const result = await runOutbox(['drain', '--once', '--json'], drainEnv());
+    expect(result.code).toBe(0);
+    const report = JSON.parse(result.stdout);
+    expect(report).toEqual({
+      claimed: 2,
+      delivered: 2,
+      retried: 0,
+      dead: 0,
+      released: 0,
+      stale: 0,
+      batches: 2,
+      roundTrips: 3,
+      sends: 2,
+      durationMs: expect.any(Number),
+      stopReason: 'empty',
+    });
+    expect(receiver.received.map((request) => JSON.parse(request.body))).toEqual(
+      expect.arrayContaining([{ n: 1 }, { n: 2 }]),
+    );
+    for (const id of ids) expect(await messageState(database.pool, id)).toBe('delivered');
+  });
+
+  it('keeps draining on its interval with a line per tick; SIGINT stops it with a summary, exit 0', async () => {
+    const drain = startDrain(['--interval', '200ms']);
+    await waitFor('the first tick', () => / tick 1: /.test(drain.stdout()));
+    const id = await enqueueWebhook();
+    await waitFor('the receiver to get the webhook', () => receiver.received.length === 1);
+    await waitFor('a tick reporting the delivery', () => /: delivered 1,/.test(drain.stdout()));
+    drain.child.kill('SIGINT');
+    const result = await drain.exited;
+    expect(result.code).toBe(0);
+    const lines = result.stdout.trimEnd().split('\n');
+    for (const line of lines.slice(0, -1)) {
+      expect(line).toMatch(
+        /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ tick \d+: delivered \d, retried 0, dead 0, released 0, lag \S+$/,
+      );
+    }
+    expect(lines.at(-1)).toMatch(
+      /^stopped after \d+ ticks in \S+( \S+)?: delivered 1, retried 0, dead 0, released 0$/,
+    );
+    expect(result.stderr).toContain(
+      'outbox: SIGINT: stopping once the drain in flight records its outcomes',
+    );
+    expect(await messageState(database.pool, id)).toBe('delivered');
+  });
+
+  it('on SIGTERM mid-send, lets the send finish and records it before exiting 0', async () => {
+    receiver.hold();
+    const id = await enqueueWebhook();
+    const drain = startDrain([]);
+    await waitFor('the send to reach the receiver', () => receiver.received.length === 1);
+    drain.child.kill('SIGTERM');
+    await waitFor('the drain to acknowledge SIGTERM', () =>
+      drain.stderr().includes('SIGTERM: stopping'),
+    );
+    expect(await messageState(database.pool, id)).toBe('claimed');
+    receiver.release();
+    const result = await drain.exited;
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/stopped after 1 tick in \S+( \S+)?: delivered 1, /);
+    expect(await messageState(database.pool, id)).toBe('delivered');
+    expect(receiver.received).toHaveLength(1);
+  });
+
+  it('a second SIGINT exits 130 at once, leaving the message in flight to its lease', async () => {
+    receiver.hold();
+    const id = await enqueueWebhook();
+    const drain = startDrain([]);
+    await waitFor('the send to reach the receiver', () => receiver.received.length === 1);
+    drain.child.kill('SIGINT');
+    await waitFor('the drain to acknowledge SIGINT', () =>
+      drain.stderr().includes('SIGINT: stopping'),
+    );
+    drain.child.kill('SIGINT');
+    const result = await drain.exited;
+    expect(result.code).toBe(130);
+    expect(result.stderr).toContain(
+      'outbox: SIGINT again: exiting now; messages in flight stay claimed until their lease ends',
+    );
+    expect(await messageState(database.pool, id)).toBe('claimed');
+  });
+});
