@@ -238,7 +238,7 @@ async function initialise(initdb: string, dataDir: string, owner?: Owner): Promi
       await chown(passwordFile, owner.uid, owner.gid);
     }
     await chmod(dataDir, 0o700);
-    await run(
+    await runInitdb(
       initdb,
       [
         `--pgdata=${dataDir}`,
@@ -249,10 +249,29 @@ async function initialise(initdb: string, dataDir: string, owner?: Owner): Promi
         '--locale=C',
         '--no-sync',
       ],
-      { ...owner },
+      owner,
+      dataDir,
     );
   } finally {
     await rm(passwordFile, { force: true });
+  }
+}
+
+async function runInitdb(
+  initdb: string,
+  args: string[],
+  owner: Owner | undefined,
+  dataDir: string,
+): Promise<void> {
+  try {
+    await run(initdb, args, { ...owner });
+  } catch (error) {
+    const detail = (error as { stderr?: string }).stderr?.trim() ?? String(error);
+    const hint =
+      owner && detail.includes('Permission denied')
+        ? ` (PostgreSQL runs as the "${USER}" user, who must be able to enter every parent of ${dataDir}: chmod o+x them, or use a directory under ${tmpdir()})`
+        : '';
+    throw new Error(`initdb failed: ${detail}${hint}`, { cause: error });
   }
 }
 

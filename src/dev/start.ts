@@ -165,8 +165,12 @@ Press Ctrl-C to stop.`);
   }
 }
 
-/** One data directory per checkout, so two clones do not share a database by accident. */
+/**
+ * One data directory per checkout, so two clones do not share a database by accident;
+ * OUTBOX_DATA_DIR overrides it.
+ */
 function devDataDir(): string {
+  if (env.OUTBOX_DATA_DIR) return env.OUTBOX_DATA_DIR;
   const checkout = createHash('sha256').update(process.cwd()).digest('hex').slice(0, 12);
   return join(tmpdir(), `outbox-relay-dev-${checkout}`);
 }

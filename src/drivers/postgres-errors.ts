@@ -37,6 +37,13 @@ const RETRYABLE_NETWORK_CODES: ReadonlySet<string> = new Set([
   'EAI_AGAIN',
 ]);
 
+/**
+ * node-postgres reports a connection lost mid-query with no code at all; recognise it by its
+ * message so a dropped connection is retried like any other network failure.
+ */
+const CONNECTION_LOST_MESSAGE =
+  /Connection terminated|connection (?:was )?closed|Client has encountered a connection error/i;
+
 export interface DatabaseErrorFields {
   /** SQLSTATE when Postgres answered, or a Node network code. */
   code?: string;
@@ -54,7 +61,9 @@ export function mapDatabaseError(error: unknown): unknown {
   if (typeof error !== 'object' || error === null) return error;
   const code = 'code' in error && typeof error.code === 'string' ? error.code : undefined;
   const retryable =
-    code !== undefined && (RETRYABLE_SQLSTATES.has(code) || RETRYABLE_NETWORK_CODES.has(code));
+    code !== undefined
+      ? RETRYABLE_SQLSTATES.has(code) || RETRYABLE_NETWORK_CODES.has(code)
+      : error instanceof Error && CONNECTION_LOST_MESSAGE.test(error.message);
   Object.defineProperty(error, 'retryable', { value: retryable, configurable: true });
   return error;
 }
@@ -64,5 +73,6 @@ export function isRetryableDatabaseError(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   if ('retryable' in error) return error.retryable === true;
   const code = 'code' in error && typeof error.code === 'string' ? error.code : '';
+  if (code === '') return error instanceof Error && CONNECTION_LOST_MESSAGE.test(error.message);
   return RETRYABLE_SQLSTATES.has(code) || RETRYABLE_NETWORK_CODES.has(code);
 }

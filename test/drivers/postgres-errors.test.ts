@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { isRetryableDatabaseError, mapDatabaseError } from '../../src/drivers/postgres-errors.js';
+
+describe('Postgres error mapping', () => {
+  it.each([
+    ['a serialization failure', Object.assign(new Error('could not serialize'), { code: '40001' })],
+    [
+      'an admin shutdown (Neon compute suspend)',
+      Object.assign(new Error('terminating'), { code: '57P01' }),
+    ],
+    ['a reset connection', Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })],
+    [
+      'a connection lost mid-query (pg gives it no code)',
+      new Error('Connection terminated unexpectedly'),
+    ],
+  ])('marks %s retryable', (_, error) => {
+    expect(isRetryableDatabaseError(mapDatabaseError(error))).toBe(true);
+  });
+
+  it.each([
+    ['a unique violation', Object.assign(new Error('duplicate key'), { code: '23505' })],
+    ['a syntax error', Object.assign(new Error('syntax error'), { code: '42601' })],
+    ['an error with no code', new Error('something else')],
+  ])('leaves %s not retryable, and keeps the driver error itself', (_, error) => {
+    const mapped = mapDatabaseError(error);
+    expect(mapped).toBe(error);
+    expect(isRetryableDatabaseError(mapped)).toBe(false);
+  });
+});
