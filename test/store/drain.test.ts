@@ -39,115 +39,125 @@ async function enqueueAll(
 describe.each(DRIVER_NAMES)('drainOnce through %s', (driverName) => {
   const driver = useDriver(driverName, database);
 
-  it('8 overlapping drains over 10,000 messages send every key exactly once', async () => {
-    const { outbox, store } = await freshOutbox(driver);
-    const keys = await enqueueAll(outbox, driver.db, messages(10_000));
-    const sender = recordingSender();
-    const reports = await Promise.all(
-      Array.from({ length: 8 }, () =>
-        drainOnce({
-          store,
-          senders: { 'test.kind': sender.send },
-          batchSize: 100,
-          concurrency: 20,
-        }),
-      ),
-    );
-    expect(sender.calls).toHaveLength(10_000);
-    expect(new Set(sender.calls.map((call) => call.key))).toEqual(new Set(keys));
-    expect(reports.reduce((sum, report) => sum + report.delivered, 0)).toBe(10_000);
-    // More than one drain did real work: the overlap was real, not serial.
-    expect(reports.filter((report) => report.delivered > 0).length).toBeGreaterThan(1);
-    const stats = await store.stats(new Date());
-    expect(stats).toMatchObject({ pending: 0, claimed: 0, delivered: 10_000, dead: 0 });
-    // The per-minute counters, upserted by 8 concurrent settles, add up exactly.
-    const counts = await store.deliveryCounts(new Date(0));
-    expect(counts.reduce((sum, minute) => sum + minute.delivered, 0)).toBe(10_000);
-  });
-
-  it('returns before a 2 s deadline with every sent message settled and the rest released', async () => {
-    const { outbox, store } = await freshOutbox(driver);
-    await outbox.enqueue(driver.db, messages(40));
-    const sender = recordingSender((_, signal) => sleep(300, signal));
-    const deadline = new Date(Date.now() + 2000);
-    const report = await drainOnce({
-      store,
-      senders: { 'test.kind': sender.send },
-      deadline,
-      batchSize: 20,
-      concurrency: 2,
-      sendTimeoutMs: 500,
-      roundTripReserveMs: 200,
-      leaseMs: 30_000,
+  describe.each([false, true])('with prefetch %s', (prefetch) => {
+    it('8 overlapping drains over 10,000 messages send every key exactly once', async () => {
+      const { outbox, store } = await freshOutbox(driver);
+      const keys = await enqueueAll(outbox, driver.db, messages(10_000));
+      const sender = recordingSender();
+      const reports = await Promise.all(
+        Array.from({ length: 8 }, () =>
+          drainOnce({
+            store,
+            senders: { 'test.kind': sender.send },
+            batchSize: 100,
+            concurrency: 20,
+            prefetch,
+          }),
+        ),
+      );
+      expect(sender.calls).toHaveLength(10_000);
+      expect(new Set(sender.calls.map((call) => call.key))).toEqual(new Set(keys));
+      expect(reports.reduce((sum, report) => sum + report.delivered, 0)).toBe(10_000);
+      // More than one drain did real work: the overlap was real, not serial.
+      expect(reports.filter((report) => report.delivered > 0).length).toBeGreaterThan(1);
+      const stats = await store.stats(new Date());
+      expect(stats).toMatchObject({ pending: 0, claimed: 0, delivered: 10_000, dead: 0 });
+      // The per-minute counters, upserted by 8 concurrent settles, add up exactly.
+      const counts = await store.deliveryCounts(new Date(0));
+      expect(counts.reduce((sum, minute) => sum + minute.delivered, 0)).toBe(10_000);
     });
-    const returnedAt = Date.now();
-    expect(returnedAt).toBeLessThan(deadline.getTime());
-    expect(report.stopReason).toBe('deadline');
-    expect(report.delivered).toBe(sender.delivered.length);
-    expect(report.delivered).toBeGreaterThan(0);
-    expect(report.delivered + report.released).toBe(report.claimed);
-    const stats = await store.stats(new Date());
-    expect(stats).toMatchObject({ claimed: 0, delivered: report.delivered });
-    // Released rows are due at once, with their attempt given back: another drain takes them now.
-    const { rows } = await database.pool.query(
-      `SELECT count(*)::int AS n FROM ${store.schema}.messages
-       WHERE state = 'pending' AND attempts = 0 AND due_at <= now()`,
-    );
-    expect(rows[0].n).toBe(40 - report.delivered);
-    const next = await drainOnce({ store, senders: { 'test.kind': sender.send }, concurrency: 10 });
-    expect(next.delivered).toBe(40 - report.delivered);
-  });
 
-  it('keeps SQL round trips plus sends within a subrequest budget of 20', async () => {
-    const { outbox } = await freshOutbox(driver);
-    await outbox.enqueue(driver.db, messages(100));
-    const counted = countingExecutor(driver.db);
-    const sender = recordingSender();
-    const report = await drainOnce({
-      store: outbox.store(counted),
-      senders: { 'test.kind': sender.send },
-      subrequestBudget: 20,
-      batchSize: 7,
+    it('returns before a 2 s deadline with every sent message settled and the rest released', async () => {
+      const { outbox, store } = await freshOutbox(driver);
+      await outbox.enqueue(driver.db, messages(40));
+      const sender = recordingSender((_, signal) => sleep(300, signal));
+      const deadline = new Date(Date.now() + 2000);
+      const report = await drainOnce({
+        store,
+        senders: { 'test.kind': sender.send },
+        deadline,
+        prefetch,
+        batchSize: 20,
+        concurrency: 2,
+        sendTimeoutMs: 500,
+        roundTripReserveMs: 200,
+        leaseMs: 30_000,
+      });
+      const returnedAt = Date.now();
+      expect(returnedAt).toBeLessThan(deadline.getTime());
+      expect(report.stopReason).toBe('deadline');
+      expect(report.delivered).toBe(sender.delivered.length);
+      expect(report.delivered).toBeGreaterThan(0);
+      expect(report.delivered + report.released).toBe(report.claimed);
+      const stats = await store.stats(new Date());
+      expect(stats).toMatchObject({ claimed: 0, delivered: report.delivered });
+      // Released rows are due at once, with their attempt given back: another drain takes them now.
+      const { rows } = await database.pool.query(
+        `SELECT count(*)::int AS n FROM ${store.schema}.messages
+         WHERE state = 'pending' AND attempts = 0 AND due_at <= now()`,
+      );
+      expect(rows[0].n).toBe(40 - report.delivered);
+      const next = await drainOnce({
+        store,
+        senders: { 'test.kind': sender.send },
+        concurrency: 10,
+      });
+      expect(next.delivered).toBe(40 - report.delivered);
     });
-    expect(counted.statements + sender.calls.length).toBeLessThanOrEqual(20);
-    expect(report.roundTrips).toBe(counted.statements);
-    expect(report.sends).toBe(sender.calls.length);
-    expect(report.stopReason).toBe('budget');
-    expect(report.delivered).toBeGreaterThan(10);
-  });
 
-  it('delivers each ordering key in enqueue order while sends fail at random', async () => {
-    const { outbox, store } = await freshOutbox(driver);
-    const keys = await enqueueAll(
-      outbox,
-      driver.db,
-      messages(1000, (index) => ({ orderingKey: `key-${index % 20}`, maxAttempts: 1000 })),
-    );
-    const keyOf = new Map(keys.map((key, index) => [key, `key-${index % 20}`]));
-    const random = seededRandom(7);
-    const sender = recordingSender(() => {
-      if (random() < 0.3) throw new RetryableDeliveryError('flaky receiver');
+    it('keeps SQL round trips plus sends within a subrequest budget of 20', async () => {
+      const { outbox } = await freshOutbox(driver);
+      await outbox.enqueue(driver.db, messages(100));
+      const counted = countingExecutor(driver.db);
+      const sender = recordingSender();
+      const report = await drainOnce({
+        store: outbox.store(counted),
+        senders: { 'test.kind': sender.send },
+        subrequestBudget: 20,
+        batchSize: 7,
+        prefetch,
+      });
+      expect(counted.statements + sender.calls.length).toBeLessThanOrEqual(20);
+      expect(report.roundTrips).toBe(counted.statements);
+      expect(report.sends).toBe(sender.calls.length);
+      expect(report.stopReason).toBe('budget');
+      expect(report.delivered).toBeGreaterThan(10);
     });
-    const drainLoop = async () => {
-      for (let round = 0; round < 500; round++) {
-        const report = await drainOnce({
-          store,
-          senders: { 'test.kind': sender.send },
-          backoff: { baseMs: 1, capMs: 4 },
-          batchSize: 50,
-        });
-        if (report.claimed === 0 && (await store.stats(new Date())).pending === 0) return;
-        await sleep(2);
+
+    it('delivers each ordering key in enqueue order while sends fail at random', async () => {
+      const { outbox, store } = await freshOutbox(driver);
+      const keys = await enqueueAll(
+        outbox,
+        driver.db,
+        messages(1000, (index) => ({ orderingKey: `key-${index % 20}`, maxAttempts: 1000 })),
+      );
+      const keyOf = new Map(keys.map((key, index) => [key, `key-${index % 20}`]));
+      const random = seededRandom(7);
+      const sender = recordingSender(() => {
+        if (random() < 0.3) throw new RetryableDeliveryError('flaky receiver');
+      });
+      const drainLoop = async () => {
+        for (let round = 0; round < 500; round++) {
+          const report = await drainOnce({
+            store,
+            senders: { 'test.kind': sender.send },
+            backoff: { baseMs: 1, capMs: 4 },
+            batchSize: 50,
+            prefetch,
+          });
+          if (report.claimed === 0 && (await store.stats(new Date())).pending === 0) return;
+          await sleep(2);
+        }
+      };
+      await Promise.all([drainLoop(), drainLoop()]);
+      expect(sender.delivered).toHaveLength(1000);
+      expect(sender.calls.length).toBeGreaterThan(1000);
+      for (let group = 0; group < 20; group++) {
+        const expected = keys.filter((key) => keyOf.get(key) === `key-${group}`);
+        const actual = sender.delivered.filter((key) => keyOf.get(key) === `key-${group}`);
+        expect(actual).toEqual(expected);
       }
-    };
-    await Promise.all([drainLoop(), drainLoop()]);
-    expect(sender.delivered).toHaveLength(1000);
-    expect(sender.calls.length).toBeGreaterThan(1000);
-    for (let group = 0; group < 20; group++) {
-      const expected = keys.filter((key) => keyOf.get(key) === `key-${group}`);
-      const actual = sender.delivered.filter((key) => keyOf.get(key) === `key-${group}`);
-      expect(actual).toEqual(expected);
-    }
+    });
   });
 
   it('backs off with growing, jittered, capped delays, honours retry-after, then sets aside', async () => {
