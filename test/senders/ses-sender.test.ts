@@ -233,6 +233,16 @@ describe('sesSender on the wire', () => {
     expect(isPermanentDeliveryError(error)).toBe(true);
   });
 
+  it('counts an email as delivered when SES answers 2xx with a reply the SDK cannot read', async () => {
+    nextResponse = { status: 200, body: '<not-xml' };
+    const before = ses.requests.length;
+    await sesSender(sesConfig(ses.url))(
+      outboundMessage('email', { to: 'ada@example.com', subject: 'Accepted', text: 'x' }),
+      openSignal(),
+    );
+    expect(ses.requests).toHaveLength(before + 1);
+  });
+
   describe('maps SES errors to outcomes', () => {
     async function failureFor(status: number, body: string) {
       nextResponse = { status, body };

@@ -111,9 +111,21 @@ export function sesSender(config: SesSenderConfig): Sender {
     try {
       await client.send(command, { abortSignal: signal });
     } catch (error) {
+      // SES answered 2xx: it accepted the email. Only reading its reply failed (a runtime whose
+      // XML parser the SDK cannot use, a truncated body). Calling that a failure would send the
+      // email again, or set it aside as dead after it went out.
+      if (acceptedBySes(error)) return;
       throw sesDeliveryError(error, signal);
     }
   };
+}
+
+function acceptedBySes(error: unknown): boolean {
+  const status =
+    typeof error === 'object' && error !== null && '$metadata' in error
+      ? (error.$metadata as { httpStatusCode?: unknown } | undefined)?.httpStatusCode
+      : undefined;
+  return typeof status === 'number' && status >= 200 && status < 300;
 }
 
 /**
