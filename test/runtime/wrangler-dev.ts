@@ -1,0 +1,155 @@
+/**
+ * The real Worker in the real runtime: `wrangler dev` (workerd) on loopback, with the repo's
+ * wrangler.toml and the test's settings in an env file, and `/__scheduled` to fire crons. No
+ * network beyond loopback, no login, no metrics.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { offlineWranglerEnv, wranglerBin } from '../../scripts/build-worker.js';
+
+/** wrangler plus workerd start in 3 to 20 s here; beyond a minute something is wrong. */
+const READY_TIMEOUT_MS = 60_000;
+
+/** After SIGTERM to the process group, the time before SIGKILL. */
+const STOP_GRACE_MS = 5_000;
+
+export interface WranglerDev {
+  url: string;
+  /** Everything wrangler and the Worker printed so far (console.log lands on stdout). */
+  output(): string;
+  /** The Worker's JSON log lines so far. */
+  jsonLines(): Record<string, unknown>[];
+  /** Fires a Cron Trigger as the platform would, and resolves when the handler finished. */
+  scheduled(cron: string): Promise<Response>;
+  /** Stops wrangler and workerd (the whole process group), and removes the temp files. */
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts `wrangler dev` on the repo's wrangler.toml with `vars` and waits until it answers. */
+export async function startWranglerDev(vars: Record<string, string>): Promise<WranglerDev> {
+  const dir = await mkdtemp(join(tmpdir(), 'outbox-relay-wrangler-'));
+  const envFile = join(dir, 'test.env');
+  await writeFile(
+    envFile,
+    Object.entries(vars)
+      .map(([name, value]) => `${name}=${JSON.stringify(value)}`)
+      .join('\n'),
+  );
+  const [port, inspectorPort] = [await freePort(), await freePort()];
+  const url = `http://127.0.0.1:${port}`;
+
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      wranglerBin(),
+      'dev',
+      '--config',
+      join(process.cwd(), 'wrangler.toml'),
+      '--env-file',
+      envFile,
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--inspector-port',
+      String(inspectorPort),
+      '--persist-to',
+      join(dir, 'state'),
+      '--test-scheduled',
+      '--show-interactive-dev-session=false',
+      '--log-level',
+      'log',
+    ],
+    { env: offlineWranglerEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let running = true;
+  void exited.then(() => {
+    running = false;
+  });
+
+  const stop = async () => {
+    if (running && child.pid !== undefined) {
+      try {
+        process.kill(-child.pid, 'SIGTERM');
+      } catch {
+        // Already gone.
+      }
+      const killed = await Promise.race([
+        exited.then(() => true),
+        new Promise<false>((resolve) => setTimeout(() => resolve(false), STOP_GRACE_MS)),
+      ]);
+      if (!killed) {
+        try {
+          process.kill(-child.pid, 'SIGKILL');
+        } catch {
+          // Already gone.
+        }
+        await exited;
+      }
+    }
+    await rm(dir, { recursive: true, force: true });
+  };
+
+  // Ready when the Worker itself answers: the app's JSON 404 for a path no route serves.
+  const readyBy = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    if (!running) {
+      await stop();
+      throw new Error(`wrangler dev exited before it was ready:\n${output}`);
+    }
+    try {
+      const response = await fetch(`${url}/__ready`, { signal: AbortSignal.timeout(2_000) });
+      if (response.headers.get('content-type')?.includes('application/json')) break;
+    } catch {
+      // Not listening yet.
+    }
+    if (Date.now() > readyBy) {
+      await stop();
+      throw new Error(`wrangler dev was not ready within ${READY_TIMEOUT_MS} ms:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+
+  return {
+    url,
+    output: () => output,
+    jsonLines: () =>
+      output.split('\n').flatMap((line) => {
+        const start = line.indexOf('{"level"');
+        if (start < 0) return [];
+        try {
+          return [JSON.parse(line.slice(start)) as Record<string, unknown>];
+        } catch {
+          return [];
+        }
+      }),
+    scheduled: (cron) =>
+      fetch(`${url}/__scheduled?cron=${encodeURIComponent(cron)}`, {
+        signal: AbortSignal.timeout(60_000),
+      }),
+    stop,
+  };
+}
