@@ -124,9 +124,9 @@ export const DEFAULT_ROUND_TRIP_RESERVE_MS = 2_000;
 
 /**
  * On by default: with 20 ms per SQL round trip (Neon HTTP from a distant Worker), prefetching
- * drained 2,000 messages 1.8x faster at batch 25 and 1.7x at batch 100 with instant sends, and
- * 1.1-1.2x with 20 ms sends (docs/benchmarks.md). The cost is one claim that may come back
- * empty or be released at the deadline, and a second batch's leases held while it waits.
+ * drained 1.86x faster at batch 25 and 1.67x at batch 100 with instant sends, and 1.27x and
+ * 1.13x with 20 ms sends (docs/benchmarks.md, scenario 8). The cost is one claim that may come
+ * back empty or be released at the deadline, and a second batch's leases held while it waits.
  */
 export const DEFAULT_PREFETCH = true;
 
@@ -417,7 +417,18 @@ async function sendBatch(batch: Batch, run: DrainRun): Promise<Settlement[]> {
 /** Resolves to undefined on success, or the failure. Never rejects, never outlives its timeout. */
 async function sendWithTimeout(message: ClaimedMessage, settings: Settings): Promise<unknown> {
   const sender = settings.senders[message.kind]!;
-  const signal = AbortSignal.timeout(settings.sendTimeoutMs);
+  // A timer we clear when the send ends. AbortSignal.timeout cannot be cancelled, so it kept
+  // every finished send (message, payload, closures) alive for the full timeout: +150 MiB over a
+  // 50,000-message drain, too much for a 128 MB Worker (docs/benchmarks.md, scenario 6).
+  const controller = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<unknown>((resolve) => {
+    timer = setTimeout(() => {
+      const error = new SendTimeoutError(`send timed out after ${settings.sendTimeoutMs} ms`);
+      controller.abort(error);
+      resolve(error);
+    }, settings.sendTimeoutMs);
+  });
   const outbound: OutboundMessage = {
     key: message.key,
     kind: message.kind,
@@ -428,28 +439,22 @@ async function sendWithTimeout(message: ClaimedMessage, settings: Settings): Pro
     orderingKey: message.orderingKey,
     createdAt: message.createdAt,
   };
-  const timedOut = new Promise<unknown>((resolve) => {
-    signal.addEventListener(
-      'abort',
-      () =>
-        resolve(
-          new SendTimeoutError(`send timed out after ${settings.sendTimeoutMs} ms`, signal.reason),
-        ),
-      { once: true },
-    );
-  });
   const sent = Promise.resolve()
-    .then(() => sender(outbound, signal))
+    .then(() => sender(outbound, controller.signal))
     .then(
       () => undefined,
       (error: unknown) => error ?? new Error('sender rejected with no reason'),
     );
-  return Promise.race([sent, timedOut]);
+  try {
+    return await Promise.race([sent, timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 class SendTimeoutError extends Error {
-  constructor(message: string, cause: unknown) {
-    super(message, { cause });
+  constructor(message: string) {
+    super(message);
     this.name = 'SendTimeoutError';
   }
 }

@@ -64,7 +64,8 @@ export interface DrainSchedule {
 }
 
 /**
- * Ticks like a cron trigger: one bounded drain per interval, never two at once. A failed tick is
+ * Ticks like a cron trigger: one bounded drain per interval, never two at once; a tick that ran
+ * out of time or budget with work still due is followed at once by the next. A failed tick is
  * logged and the next one tries again; nothing is lost, because unsettled rows keep their lease.
  */
 export function startDrainSchedule(options: DrainScheduleOptions): DrainSchedule {
@@ -76,9 +77,14 @@ export function startDrainSchedule(options: DrainScheduleOptions): DrainSchedule
   let timer: ReturnType<typeof setTimeout> | undefined;
   let wake: (() => void) | undefined;
 
+  /** Whether the last tick stopped with work still due (deadline or budget), so go again now. */
+  let moreDue = false;
   const tick = async () => {
+    moreDue = false;
     try {
-      options.onTick?.(await options.drain({ budgetMs }));
+      const report = await options.drain({ budgetMs });
+      moreDue = report.stopReason === 'deadline' || report.stopReason === 'budget';
+      options.onTick?.(report);
       if (options.purgeStore && Date.now() - lastPurge >= purgeIntervalMs) {
         lastPurge = Date.now();
         options.onPurge?.(await purgeOnce({ store: options.purgeStore }));
@@ -94,6 +100,8 @@ export function startDrainSchedule(options: DrainScheduleOptions): DrainSchedule
     while (!stopped) {
       await tick();
       if (stopped) break;
+      // A tick cut short left messages due: unlike a cron trigger, we need not wait for the next.
+      if (moreDue) continue;
       await new Promise<void>((resolve) => {
         wake = resolve;
         timer = setTimeout(resolve, intervalMs);

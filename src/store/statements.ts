@@ -140,8 +140,9 @@ export function outboxStatements(quotedSchema: string): OutboxStatements {
               || '(the drain crashed or was killed); previous error: '
               || coalesce(m.last_error, 'none')
             ELSE m.last_error END
-        FROM due
-        WHERE m.id = due.id
+        -- = ANY(ARRAY(...)) rather than a join: on a small table the planner hashed a join
+        -- against a full scan; this always probes the primary key (docs/benchmarks.md).
+        WHERE m.id = ANY(ARRAY(SELECT id FROM due))
         RETURNING ${MESSAGE_COLUMNS}
       ),
       counted AS (

@@ -376,6 +376,25 @@ describe.each(DRIVER_NAMES)('drainOnce through %s', (driverName) => {
     expect((await store.stats(new Date())).pending).toBe(8);
   });
 
+  it('cuts loose a sender that ignores its AbortSignal, and records a retry', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    const [key] = await outbox.enqueue(driver.db, { kind: 'test.kind', payload: {} });
+    const stubborn = recordingSender(() => new Promise<void>(() => {})); // never settles
+    const started = Date.now();
+    const report = await drainOnce({
+      store,
+      senders: { 'test.kind': stubborn.send },
+      sendTimeoutMs: 300,
+      roundTripReserveMs: 200,
+      leaseMs: 5000,
+    });
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(report).toMatchObject({ retried: 1, stale: 0 });
+    const [message] = (await store.list({ state: 'pending' })).messages;
+    expect(message).toMatchObject({ key, attempts: 1 });
+    expect(message?.lastError).toMatch(/SendTimeoutError: send timed out after 300 ms/);
+  });
+
   it('does not claim kinds it has no sender for', async () => {
     const { outbox, store } = await freshOutbox(driver);
     await outbox.enqueue(driver.db, [

@@ -1,0 +1,55 @@
+import { expect, it } from 'vitest';
+import type { DrainReport, StopReason } from '../../src/core/drain.js';
+import { silentLogger } from '../../src/core/ports.js';
+import { startDrainSchedule } from '../../src/runtime/node.js';
+import { sleep } from '../support/drain-fixtures.js';
+
+function reportStopping(stopReason: StopReason): DrainReport {
+  return {
+    claimed: 1,
+    delivered: 1,
+    retried: 0,
+    dead: 0,
+    released: 0,
+    stale: 0,
+    batches: 1,
+    roundTrips: 2,
+    sends: 1,
+    durationMs: 1,
+    stopReason,
+  };
+}
+
+it('runs the next tick at once when a tick ran out of time with work still due', async () => {
+  const reasons: StopReason[] = ['deadline', 'budget', 'deadline', 'empty'];
+  let ticks = 0;
+  const schedule = startDrainSchedule({
+    // A long interval: only back-to-back ticks can reach the fourth call within the wait below.
+    intervalMs: 60_000,
+    logger: silentLogger,
+    drain: async () => reportStopping(reasons[ticks++] ?? 'empty'),
+  });
+  const deadline = Date.now() + 5_000;
+  while (ticks < 4 && Date.now() < deadline) await sleep(10);
+  expect(ticks).toBe(4);
+  await sleep(100);
+  // After an 'empty' tick it rests for the interval.
+  expect(ticks).toBe(4);
+  await schedule.stop();
+});
+
+it('lets the running tick finish before stop() resolves', async () => {
+  let finished = false;
+  const schedule = startDrainSchedule({
+    intervalMs: 60_000,
+    logger: silentLogger,
+    drain: async () => {
+      await sleep(200);
+      finished = true;
+      return reportStopping('empty');
+    },
+  });
+  await sleep(20);
+  await schedule.stop();
+  expect(finished).toBe(true);
+});
