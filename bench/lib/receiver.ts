@@ -1,0 +1,67 @@
+/**
+ * A loopback HTTP receiver that answers every request after a fixed delay: the "slow
+ * webhook endpoint" every system sends to in the slow-receiver cases. It listens on
+ * 127.0.0.1 only and counts what it received, so a case can check nothing was lost.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface LoopbackReceiver {
+  url: string;
+  /** Requests answered so far. */
+  readonly received: number;
+  close(): Promise<void>;
+}
+
+export async function startLoopbackReceiver(delayMs: number): Promise<LoopbackReceiver> {
+  let received = 0;
+  const server: Server = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      setTimeout(() => {
+        received += 1;
+        response.writeHead(204).end();
+      }, delayMs);
+    });
+  });
+  // Keep connections open between requests, as a real endpoint behind a load balancer does.
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    get received() {
+      return received;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** What every system's handler does with one message: hand its payload to the send function. */
+export type SendPayload = (payload: unknown) => Promise<void>;
+
+/** Does nothing: measures the queue machinery alone. */
+export const noopSend: SendPayload = async () => {};
+
+/**
+ * POSTs the payload as JSON to `url` with the global fetch (undici, keep-alive), and fails on
+ * a non-2xx answer, as a webhook sender would.
+ */
+export function fetchSend(url: string): SendPayload {
+  return async (payload) => {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(payload),
+    });
+    await response.arrayBuffer();
+    if (!response.ok) throw new Error(`receiver answered ${response.status}`);
+  };
+}

@@ -1,0 +1,109 @@
+/**
+ * Scenario 1: how fast each system empties a backlog when sending costs nothing, so only the
+ * queue machinery (claim, settle, bookkeeping) is measured. Also records enqueue throughput
+ * from the same runs, and pg-boss's polling worker, whose sleep between batches bounds it.
+ */
+import { scaled } from '../lib/config.js';
+import { noopSend } from '../lib/receiver.js';
+import { measurement, RunsBySystem } from '../lib/stats.js';
+import { SYSTEMS } from '../systems/index.js';
+import { SYSTEM_IDS, type SystemId } from '../systems/types.js';
+import { measureDrain } from './harness.js';
+import type { ResultRow, Scenario } from './types.js';
+
+/** The batch and concurrency every system gets in the throughput cases. */
+export const THROUGHPUT_BATCH = 100;
+export const THROUGHPUT_CONCURRENCY = 10;
+
+/** pg-boss's worker cannot drain the backlog in a sensible time; rate it on this window. */
+const WORKER_WINDOW_MS = 3000;
+const WORKER_WINDOW_MESSAGES = 2000;
+
+export const noOpDrainScenario: Scenario = {
+  id: '1',
+  aliases: ['no-op'],
+  title: 'No-op drain: messages per second with free sends',
+  async run(context) {
+    const messages = scaled(context.config, 50_000, 1000);
+    const drains = new RunsBySystem<SystemId>();
+    const enqueues = new RunsBySystem<SystemId>();
+    const wal = new RunsBySystem<SystemId>();
+    const worker: number[] = [];
+    for (const id of SYSTEM_IDS) await context.warmUp(SYSTEMS[id]);
+
+    for (let run = 1; run <= context.config.runs; run++) {
+      // Systems interleaved within each run, so drift on a shared machine hits them alike.
+      for (const id of SYSTEM_IDS) {
+        const system = SYSTEMS[id];
+        context.progress(
+          `1 no-op drain: ${system.label}, ${messages.toLocaleString('en-US')} messages, run ${run}/${context.config.runs}`,
+        );
+        const result = await measureDrain(context, system, {
+          messages,
+          batchSize: THROUGHPUT_BATCH,
+          concurrency: THROUGHPUT_CONCURRENCY,
+          send: noopSend,
+        });
+        drains.add(id, result.drainRate);
+        enqueues.add(id, result.enqueueRate);
+        wal.add(id, result.walBytesPerMessage);
+      }
+      context.progress(
+        `1 no-op drain: ${SYSTEMS['pg-boss'].label} work() worker, ${WORKER_WINDOW_MS / 1000} s window, run ${run}/${context.config.runs}`,
+      );
+      const polled = await measureDrain(context, SYSTEMS['pg-boss'], {
+        // More than one worker can deliver in the window, without paying to enqueue 50,000.
+        messages: Math.min(messages, WORKER_WINDOW_MESSAGES),
+        batchSize: THROUGHPUT_BATCH,
+        concurrency: THROUGHPUT_CONCURRENCY,
+        send: noopSend,
+        style: 'worker',
+        timeLimitMs: WORKER_WINDOW_MS,
+      });
+      worker.push(polled.drainRate);
+    }
+
+    const count = messages.toLocaleString('en-US');
+    const rows: ResultRow[] = [
+      {
+        scenario: '1',
+        label: `no-op drain of ${count} due (batch ${THROUGHPUT_BATCH}, ${THROUGHPUT_CONCURRENCY} in flight)`,
+        unit: 'msg/s',
+        better: 'higher',
+        values: drains.measurements(),
+      },
+      {
+        scenario: '1',
+        label: `same, pg-boss work() polling worker (${WORKER_WINDOW_MS / 1000} s window)`,
+        unit: 'msg/s',
+        better: 'higher',
+        values: { 'pg-boss': measurement(worker) },
+        absent: {
+          'outbox-relay': 'run-once',
+          'graphile-worker': 'run-once',
+          'sql-floor': 'run-once',
+        },
+      },
+      {
+        scenario: '1',
+        label: 'WAL written per delivered message in that drain',
+        unit: 'bytes',
+        better: 'lower',
+        values: wal.measurements(),
+      },
+      {
+        scenario: '1',
+        label: `enqueue ${count} (1,000 per statement)`,
+        unit: 'msg/s',
+        better: 'higher',
+        values: enqueues.measurements(),
+      },
+    ];
+    return {
+      rows,
+      notes: [
+        `1: pg-boss work() sleeps out pollingIntervalSeconds (0.5 s, its minimum) after every batch, so one worker peaks at batchSize / 0.5 s = ${(THROUGHPUT_BATCH / 0.5).toLocaleString('en-US')} msg/s.`,
+      ],
+    };
+  },
+};

@@ -1,0 +1,124 @@
+/**
+ * Scenario 8 (outbox-relay only): drain throughput when every SQL round trip takes 20 ms more,
+ * as from a Worker to a Neon database in another region over HTTP. Each query of the drain
+ * waits 20 ms before it runs. Measured with drainOnce's `prefetch` off and on (claim the next
+ * batch while the current one sends), the setting this scenario was built to decide.
+ */
+
+import { drainOnce } from '../../src/core/drain.js';
+import type { OutboxStore } from '../../src/core/outbox-store.js';
+import type { QueryResult, SqlExecutor } from '../../src/core/ports.js';
+import { pgExecutor } from '../../src/drivers/node-pg.js';
+import { sleep } from '../lib/concurrency.js';
+import { scaled } from '../lib/config.js';
+import { benchPool } from '../lib/postgres.js';
+import { fetchSend, noopSend, type SendPayload, startLoopbackReceiver } from '../lib/receiver.js';
+import { measurement } from '../lib/stats.js';
+import { SYSTEMS } from '../systems/index.js';
+import { BENCH_KIND, benchOutbox } from '../systems/outbox-relay.js';
+import { RECEIVER_DELAY_MS } from './slow-receiver.js';
+import type { ResultRow, Scenario } from './types.js';
+
+export const SQL_LATENCY_MS = 20;
+const CONCURRENCY = 10;
+const BATCH_SIZES = [25, 100] as const;
+
+/** Adds `delayMs` before every query: a far-away database as seen from the drain. */
+export function delayedExecutor(inner: SqlExecutor, delayMs: number): SqlExecutor {
+  return {
+    async query<Row = Record<string, unknown>>(
+      text: string,
+      params?: unknown[],
+    ): Promise<QueryResult<Row>> {
+      await sleep(delayMs);
+      return inner.query<Row>(text, params);
+    },
+  };
+}
+
+/** The two settings of drainOnce's `prefetch` this scenario weighs against each other. */
+const PREFETCH_SETTINGS: readonly { name: string; prefetch: boolean }[] = [
+  { name: 'prefetch off', prefetch: false },
+  { name: 'prefetch on (default)', prefetch: true },
+];
+
+async function drainWith(
+  store: OutboxStore,
+  send: SendPayload,
+  batchSize: number,
+  prefetch: boolean,
+): Promise<number> {
+  const report = await drainOnce({
+    store,
+    senders: { [BENCH_KIND]: (message) => send(message.payload) },
+    batchSize,
+    concurrency: CONCURRENCY,
+    prefetch,
+  });
+  return report.delivered;
+}
+
+export const sqlLatencyScenario: Scenario = {
+  id: '8',
+  aliases: ['latency'],
+  title: `Drain at ${SQL_LATENCY_MS} ms SQL round-trip latency (outbox-relay only)`,
+  async run(context) {
+    const system = SYSTEMS['outbox-relay'];
+    const messages = scaled(context.config, 2000, 200);
+    const receiver = await startLoopbackReceiver(RECEIVER_DELAY_MS);
+    try {
+      const senders = [
+        { name: 'no-op send', send: noopSend },
+        { name: `${RECEIVER_DELAY_MS} ms receiver`, send: fetchSend(receiver.url) },
+      ];
+      await context.warmUp(system);
+      const rows: ResultRow[] = [];
+      for (const sender of senders) {
+        for (const batchSize of BATCH_SIZES) {
+          for (const { name, prefetch } of PREFETCH_SETTINGS) {
+            const rates: number[] = [];
+            for (let run = 1; run <= context.config.runs; run++) {
+              context.progress(
+                `8 SQL latency: drainOnce ${name}, batch ${batchSize}, ${sender.name}, ${messages} messages, run ${run}/${context.config.runs}`,
+              );
+              const database = await context.freshDatabase(system);
+              const pool = benchPool(database.url, 10);
+              try {
+                await database.handle.enqueue(messages);
+                await context.vacuumAnalyze(database.url, await database.handle.tables());
+                const store = benchOutbox().store(
+                  delayedExecutor(pgExecutor(pool), SQL_LATENCY_MS),
+                );
+                const startedAt = performance.now();
+                const count = await drainWith(store, sender.send, batchSize, prefetch);
+                const elapsedMs = performance.now() - startedAt;
+                if (count !== messages || (await database.handle.unfinished()) !== 0) {
+                  throw new Error(`${name}: delivered ${count} of ${messages}`);
+                }
+                rates.push((count / elapsedMs) * 1000);
+              } finally {
+                await pool.end();
+                await database.dispose();
+              }
+            }
+            rows.push({
+              scenario: '8',
+              label: `+${SQL_LATENCY_MS} ms per query, batch ${batchSize}, ${CONCURRENCY} in flight, ${sender.name}: drainOnce, ${name}`,
+              unit: 'msg/s',
+              better: 'higher',
+              values: { 'outbox-relay': measurement(rates) },
+              absent: {
+                'pg-boss': 'ours only',
+                'graphile-worker': 'ours only',
+                'sql-floor': 'ours only',
+              },
+            });
+          }
+        }
+      }
+      return { rows };
+    } finally {
+      await receiver.close();
+    }
+  },
+};

@@ -1,0 +1,185 @@
+/**
+ * outbox-relay itself, driven through its public pieces: `createOutbox().enqueue`, `drainOnce`
+ * over `pgExecutor(pool)`, `purgeOnce`, and the store's one-statement claim.
+ */
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import { DEFAULT_LEASE_MS, drainOnce } from '../../src/core/drain.js';
+import type { ClaimRequest } from '../../src/core/outbox-store.js';
+import type { SqlExecutor } from '../../src/core/ports.js';
+import { purgeOnce } from '../../src/core/purge.js';
+import { pgExecutor } from '../../src/drivers/node-pg.js';
+import { createOutbox, type Outbox } from '../../src/outbox.js';
+import { quoteSchema } from '../../src/store/schema-name.js';
+import { outboxStatements } from '../../src/store/statements.js';
+import { ownVersion } from '../lib/machine.js';
+import { benchPool } from '../lib/postgres.js';
+import {
+  benchPayload,
+  type DrainRequest,
+  type DrainResult,
+  ENQUEUE_CHUNK,
+  type QueueHandle,
+  type QueueSystem,
+} from './types.js';
+
+export const OUTBOX_SCHEMA = 'outbox';
+/** A kind with no payload check, so enqueue cost is the outbox's own, not a validator's. */
+export const BENCH_KIND = 'bench.event';
+
+/** The outbox every outbox-relay case uses. */
+export function benchOutbox(): Outbox {
+  return createOutbox({ schema: OUTBOX_SCHEMA, kinds: { [BENCH_KIND]: true } });
+}
+
+const messages = `${quoteSchema(OUTBOX_SCHEMA)}.messages`;
+
+export const outboxRelaySystem: QueueSystem = {
+  id: 'outbox-relay',
+  label: `outbox-relay ${ownVersion()}`,
+  version: ownVersion(),
+  settings: {
+    driver: 'pg Pool (max 10) through pgExecutor',
+    drain:
+      'drainOnce({ batchSize, concurrency }) per case; other options at their defaults (prefetch on, lease 2 min, send timeout 15 s)',
+    enqueue: 'outbox.enqueue(pgExecutor(pool), 1,000 messages): one INSERT per call',
+    purge: 'purgeOnce({ deliveredOlderThanMs: 0, deadOlderThanMs: 0 }), 1,000 rows per DELETE',
+  },
+  async install(url) {
+    const pool = benchPool(url, 2);
+    try {
+      await benchOutbox().migrate(pgExecutor(pool));
+    } finally {
+      await pool.end();
+    }
+  },
+  async open(url) {
+    const pool = benchPool(url, 10);
+    return openOutboxHandle(pool, pgExecutor(pool));
+  },
+};
+
+/**
+ * A handle over any executor, so a case can put a wrapper (added latency) between the drain
+ * and the pool while setup and checks still go straight to the pool.
+ */
+export function openOutboxHandle(pool: pg.Pool, executor: SqlExecutor): QueueHandle {
+  const outbox = benchOutbox();
+  const store = outbox.store(executor);
+  const direct = pgExecutor(pool);
+  return {
+    async enqueue(count) {
+      for (let start = 0; start < count; start += ENQUEUE_CHUNK) {
+        const size = Math.min(ENQUEUE_CHUNK, count - start);
+        await outbox.enqueue(
+          direct,
+          Array.from({ length: size }, (_, i) => ({
+            kind: BENCH_KIND,
+            payload: benchPayload(start + i),
+          })),
+        );
+      }
+    },
+
+    async drain(request: DrainRequest): Promise<DrainResult> {
+      const startedAt = performance.now();
+      const report = await drainOnce({
+        store,
+        senders: { [BENCH_KIND]: (message) => request.send(message.payload) },
+        batchSize: request.batchSize,
+        concurrency: request.concurrency,
+        signal: AbortSignal.timeout(request.timeLimitMs),
+      });
+      return { delivered: report.delivered, elapsedMs: performance.now() - startedAt };
+    },
+
+    async unfinished() {
+      const result = await pool.query<{ n: string }>(
+        `SELECT count(*) AS n FROM ${messages} WHERE state IN ('pending', 'claimed')`,
+      );
+      return Number(result.rows[0]!.n);
+    },
+
+    async claim(limit) {
+      const { claimed } = await store.claim(claimRequest(limit));
+      return claimed.length;
+    },
+
+    async insertHistory(rows) {
+      // Delivered rows as a drain leaves them: one attempt, no claim, delivered_at set, older
+      // than anything pending (they were enqueued and delivered before it).
+      await pool.query(
+        `INSERT INTO ${messages}
+           (key, kind, payload, state, attempts, due_at, created_at, delivered_at)
+         SELECT gen_random_uuid(), $2,
+           jsonb_build_object('orderId', g, 'event', 'order.created',
+             'note', 'outbox-relay benchmark message'),
+           'delivered', 1,
+           now() - interval '1 day' + g * interval '1 millisecond',
+           now() - interval '1 day' + g * interval '1 millisecond',
+           now() - interval '1 day' + g * interval '1 millisecond' + interval '50 milliseconds'
+         FROM generate_series(1, $1::integer) AS g`,
+        [rows, BENCH_KIND],
+      );
+    },
+
+    async purge() {
+      await purgeOnce({
+        store,
+        deliveredOlderThanMs: 0,
+        deadOlderThanMs: 0,
+        limit: Number.POSITIVE_INFINITY,
+        // delivered_at < now is strict: look one second ahead so rows settled this very
+        // millisecond go too.
+        clock: { now: () => new Date(Date.now() + 1000) },
+      });
+    },
+
+    async tables() {
+      return [`${OUTBOX_SCHEMA}.messages`];
+    },
+
+    close: () => pool.end(),
+  };
+}
+
+/** A claim exactly as drainOnce makes it, for `limit` rows. */
+export function claimRequest(limit: number): ClaimRequest {
+  return {
+    now: new Date(),
+    claimToken: randomUUID(),
+    limit,
+    leaseMs: DEFAULT_LEASE_MS,
+    deadHeadBlocks: true,
+    kinds: [BENCH_KIND],
+  };
+}
+
+/**
+ * The claim statement's plan, executed for real (EXPLAIN ANALYZE) inside a transaction that is
+ * rolled back, with the same parameters drainOnce passes.
+ */
+export async function explainClaim(pool: pg.Pool, limit: number): Promise<string> {
+  const statement = outboxStatements(quoteSchema(OUTBOX_SCHEMA)).claimDueMessages;
+  const request = claimRequest(limit);
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await client.query<{ 'QUERY PLAN': string }>(
+      `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, SUMMARY OFF) ${statement}`,
+      [
+        request.now,
+        request.claimToken,
+        request.limit,
+        request.leaseMs,
+        null,
+        request.deadHeadBlocks,
+        request.kinds,
+      ],
+    );
+    return result.rows.map((row) => row['QUERY PLAN']).join('\n');
+  } finally {
+    await client.query('ROLLBACK').catch(() => {});
+    client.release();
+  }
+}
