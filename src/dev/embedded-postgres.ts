@@ -10,11 +10,12 @@
  * the database up until we say so.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, cp, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { arch, platform, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
@@ -63,8 +64,9 @@ const STOP_TIMEOUT_MS = 15_000;
 export async function startEmbeddedPostgres(
   options: EmbeddedPostgresOptions,
 ): Promise<EmbeddedPostgres> {
-  const binaries = await platformBinaries(options.binariesFrom);
   const owner = process.getuid?.() === 0 ? await postgresUser() : undefined;
+  const installed = await platformBinaries(options.binariesFrom);
+  const binaries = owner ? await binariesReachableByAll(installed) : installed;
   const log: string[] = [];
   const onLog = (line: string) => {
     log.push(line);
@@ -211,6 +213,30 @@ async function platformBinaries(nodeModules?: string): Promise<Binaries> {
 interface Owner {
   uid: number;
   gid: number;
+}
+
+/**
+ * As root, PostgreSQL runs as the `postgres` user, who must be able to execute the binaries. In
+ * a checkout under a private folder (`mktemp -d` makes 0700 ones, as CI may) that user cannot
+ * reach node_modules at all, so run from a copy under the OS temp dir instead: made once per
+ * binaries folder, in place under its final name only when complete.
+ */
+async function binariesReachableByAll(installed: Binaries): Promise<Binaries> {
+  const native = dirname(dirname(installed.postgres));
+  const digest = createHash('sha256').update(native).digest('hex').slice(0, 12);
+  const cache = join(tmpdir(), 'outbox-relay-postgres', `binaries-${digest}`);
+  if (!existsSync(join(cache, 'complete'))) {
+    const staging = `${cache}.${process.pid}.tmp`;
+    await mkdir(dirname(cache), { recursive: true, mode: 0o755 });
+    await rm(staging, { recursive: true, force: true });
+    await cp(native, staging, { recursive: true, verbatimSymlinks: true });
+    await writeFile(join(staging, 'complete'), `${native}\n`);
+    await chmod(dirname(cache), 0o755);
+    // Another process may have finished first: its copy is as good as ours.
+    await rename(staging, cache).catch(() => rm(staging, { recursive: true, force: true }));
+  }
+  const relative = (path: string) => join(cache, path.slice(native.length));
+  return { initdb: relative(installed.initdb), postgres: relative(installed.postgres) };
 }
 
 /** The `postgres` system user, created if missing: PostgreSQL will not run as root. */
