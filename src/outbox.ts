@@ -14,6 +14,7 @@ import {
   type SqlExecutor,
   type Statement,
 } from './core/ports.js';
+import { UNIQUE_VIOLATION, violates } from './drivers/postgres-errors.js';
 import { emailPayloadValidator } from './senders/ses/email-payload.js';
 import { webhookPayloadValidator } from './senders/webhook/webhook-payload.js';
 import { type MigrateResult, migrate } from './store/migrate.js';
@@ -172,14 +173,7 @@ function keysInInputOrder(
  * by field. The transaction is aborted either way; Postgres allows nothing else.
  */
 function explainEnqueueError(error: unknown): unknown {
-  if (
-    typeof error === 'object' &&
-    error !== null &&
-    'code' in error &&
-    error.code === '23505' &&
-    'constraint' in error &&
-    error.constraint === 'messages_key_unique'
-  ) {
+  if (violates(error, UNIQUE_VIOLATION, 'messages_key_unique')) {
     return new ValidationError('key', 'a message with this key already exists', { cause: error });
   }
   return error;

@@ -44,13 +44,29 @@ const RETRYABLE_NETWORK_CODES: ReadonlySet<string> = new Set([
 const CONNECTION_LOST_MESSAGE =
   /Connection terminated|connection (?:was )?closed|Client has encountered a connection error/i;
 
-export interface DatabaseErrorFields {
-  /** SQLSTATE when Postgres answered, or a Node network code. */
-  code?: string;
-  constraint?: string;
-  detail?: string;
-  /** True when the same statement may succeed if run again. */
-  retryable: boolean;
+/** SQLSTATE 23505: a unique index refused the row. */
+export const UNIQUE_VIOLATION = '23505';
+/** SQLSTATE 23503: a foreign key points at a row that does not exist. */
+export const FOREIGN_KEY_VIOLATION = '23503';
+
+/** The error's `code`: a SQLSTATE when Postgres answered, a Node code for network failures. */
+export function errorCode(error: unknown): string | undefined {
+  return typeof error === 'object' &&
+    error !== null &&
+    'code' in error &&
+    typeof error.code === 'string'
+    ? error.code
+    : undefined;
+}
+
+/**
+ * True when Postgres refused a statement with `sqlState`, naming `constraint` when given: how
+ * callers turn a known constraint into a clear 4xx or ValidationError instead of a 500.
+ */
+export function violates(error: unknown, sqlState: string, constraint?: string): boolean {
+  if (errorCode(error) !== sqlState) return false;
+  if (constraint === undefined) return true;
+  return (error as { constraint?: unknown }).constraint === constraint;
 }
 
 /**
@@ -59,12 +75,7 @@ export interface DatabaseErrorFields {
  */
 export function mapDatabaseError(error: unknown): unknown {
   if (typeof error !== 'object' || error === null) return error;
-  const code = 'code' in error && typeof error.code === 'string' ? error.code : undefined;
-  const retryable =
-    code !== undefined
-      ? RETRYABLE_SQLSTATES.has(code) || RETRYABLE_NETWORK_CODES.has(code)
-      : error instanceof Error && CONNECTION_LOST_MESSAGE.test(error.message);
-  Object.defineProperty(error, 'retryable', { value: retryable, configurable: true });
+  Object.defineProperty(error, 'retryable', { value: retryableByCode(error), configurable: true });
   return error;
 }
 
@@ -72,7 +83,13 @@ export function mapDatabaseError(error: unknown): unknown {
 export function isRetryableDatabaseError(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   if ('retryable' in error) return error.retryable === true;
-  const code = 'code' in error && typeof error.code === 'string' ? error.code : '';
-  if (code === '') return error instanceof Error && CONNECTION_LOST_MESSAGE.test(error.message);
+  return retryableByCode(error);
+}
+
+function retryableByCode(error: object): boolean {
+  const code = errorCode(error);
+  if (code === undefined || code === '') {
+    return error instanceof Error && CONNECTION_LOST_MESSAGE.test(error.message);
+  }
   return RETRYABLE_SQLSTATES.has(code) || RETRYABLE_NETWORK_CODES.has(code);
 }

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { isValidationError } from '../core/errors.js';
 import type { NewMessage } from '../core/message.js';
 import type { Statement } from '../core/ports.js';
+import { FOREIGN_KEY_VIOLATION, UNIQUE_VIOLATION, violates } from '../drivers/postgres-errors.js';
 import { generateWebhookSecret } from '../senders/webhook/webhook-signature.js';
 import { quoteSchema } from '../store/schema-name.js';
 import type { AppEnv, ResolvedDeps } from './app-deps.js';
@@ -82,15 +83,12 @@ export function domainRoutes(deps: ResolvedDeps): Hono<AppEnv> {
       const user = { id: userId, email: input.email, name: input.name };
       const subscribers = await subscribedEndpoints(deps, 'user.created');
       const messages: NewMessage[] = [
-        {
-          kind: 'email',
-          payload: {
-            to: [input.email],
-            subject: `Welcome, ${input.name}`,
-            text: `Hi ${input.name},\n\nYour account is ready.\n`,
-            ...(deps.emailFrom ? { from: deps.emailFrom } : {}),
-          },
-        },
+        emailMessage(
+          deps,
+          input.email,
+          `Welcome, ${input.name}`,
+          `Hi ${input.name},\n\nYour account is ready.\n`,
+        ),
         ...webhookMessages(subscribers, 'user.created', { user }, deps.clock.now()),
       ];
       const enqueue = deps.outbox.enqueueStatement(messages);
@@ -125,15 +123,12 @@ export function domainRoutes(deps: ResolvedDeps): Hono<AppEnv> {
       const order = { id: orderId, userId: input.userId, totalCents, items: input.items };
       const subscribers = await subscribedEndpoints(deps, 'order.created');
       const enqueue = deps.outbox.enqueueStatement([
-        {
-          kind: 'email',
-          payload: {
-            to: [customer.email],
-            subject: `Order ${orderId.slice(0, 8)} confirmed`,
-            text: orderConfirmationText(customer.name, order),
-            ...(deps.emailFrom ? { from: deps.emailFrom } : {}),
-          },
-        },
+        emailMessage(
+          deps,
+          customer.email,
+          `Order ${orderId.slice(0, 8)} confirmed`,
+          orderConfirmationText(customer.name, order),
+        ),
         ...webhookMessages(subscribers, 'order.created', { order }, deps.clock.now()),
       ]);
       return {
@@ -253,7 +248,7 @@ async function commitOnce(
     }
     const known = knownConflict(error);
     if (known) return errorResponse(c, 409, known.error, known.issues);
-    if (isForeignKeyViolation(error)) {
+    if (violates(error, FOREIGN_KEY_VIOLATION)) {
       return errorResponse(c, 422, 'unknown user', [{ path: ['userId'], message: 'no such user' }]);
     }
     throw error;
@@ -284,22 +279,13 @@ async function replayOrConflict(
 }
 
 function knownConflict(error: unknown): { error: string; issues: Issue[] } | undefined {
-  if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
-  if (
-    error.code === '23505' &&
-    'constraint' in error &&
-    error.constraint === 'users_email_unique'
-  ) {
+  if (violates(error, UNIQUE_VIOLATION, 'users_email_unique')) {
     return {
       error: 'email already registered',
       issues: [{ path: ['email'], message: 'a user with this email exists' }],
     };
   }
   return undefined;
-}
-
-function isForeignKeyViolation(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && 'code' in error && error.code === '23503';
 }
 
 interface Subscriber {
@@ -341,6 +327,14 @@ function webhookMessages(
       body: JSON.parse(JSON.stringify({ ...data, occurredAt: now.toISOString() })),
     },
   }));
+}
+
+/** A plain-text email to one recipient, from the service's address when one is configured. */
+function emailMessage(deps: ResolvedDeps, to: string, subject: string, text: string): NewMessage {
+  return {
+    kind: 'email',
+    payload: { to: [to], subject, text, ...(deps.emailFrom ? { from: deps.emailFrom } : {}) },
+  };
 }
 
 function orderConfirmationText(

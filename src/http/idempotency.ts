@@ -1,4 +1,5 @@
 import type { QueryResult, SqlExecutor, Statement } from '../core/ports.js';
+import { UNIQUE_VIOLATION, violates } from '../drivers/postgres-errors.js';
 import { quoteSchema } from '../store/schema-name.js';
 
 /**
@@ -97,12 +98,5 @@ export class IdempotencyRecords {
 
 /** True for the unique violation a concurrent duplicate of this key causes. */
 export function isIdempotencyRace(error: unknown): boolean {
-  return (
-    typeof error === 'object' &&
-    error !== null &&
-    'code' in error &&
-    error.code === '23505' &&
-    'constraint' in error &&
-    error.constraint === 'idempotency_keys_pkey'
-  );
+  return violates(error, UNIQUE_VIOLATION, 'idempotency_keys_pkey');
 }

@@ -23,11 +23,11 @@ import {
   type LambdaEvent,
 } from 'hono/aws-lambda';
 import type { DrainReport } from '../core/drain.js';
-import { describeError } from '../core/errors.js';
 import { type PurgeReport, purgeOnce } from '../core/purge.js';
 import { nodeHostResolver } from '../senders/webhook/node-host-resolver.js';
 import { MIN_DRAIN_BUDGET_MS } from './drainer.js';
 import {
+  logFailure,
   logReport,
   misconfiguredResponse,
   type ReferenceService,
@@ -162,14 +162,7 @@ export async function scheduledHandler(
   } catch (error) {
     // A failed invocation shows in the function's error metric; unsettled rows keep their lease
     // and the next invocation takes them.
-    console.error(
-      JSON.stringify({
-        level: 'error',
-        message: 'scheduled run failed',
-        ...fields,
-        error: describeError(error),
-      }),
-    );
+    logFailure('scheduled run failed', error, fields);
     throw error;
   }
 }

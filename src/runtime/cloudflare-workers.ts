@@ -10,11 +10,11 @@
  * by the invocation's subrequest limit.
  */
 import type { ExecutionContext } from 'hono';
-import { describeError } from '../core/errors.js';
 import type { QueryResult, SqlExecutor } from '../core/ports.js';
 import { purgeOnce } from '../core/purge.js';
 import {
   integerFromEnv,
+  logFailure,
   logReport,
   misconfiguredResponse,
   type ReferenceService,
@@ -140,14 +140,7 @@ async function scheduled(
   } catch (error) {
     // Failing the invocation shows it in the Cron Events log; unsettled rows keep their lease
     // and the next invocation takes them.
-    console.error(
-      JSON.stringify({
-        level: 'error',
-        message: 'scheduled run failed',
-        ...fields,
-        error: describeError(error),
-      }),
-    );
+    logFailure('scheduled run failed', error, fields);
     throw error;
   }
 }

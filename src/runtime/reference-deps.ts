@@ -125,6 +125,17 @@ export function logReport(
   console.log(JSON.stringify({ level: 'info', message, ...fields, ...report }));
 }
 
+/** One JSON line for a failed invocation, as the platform's log search expects. */
+export function logFailure(
+  message: string,
+  error: unknown,
+  fields: Record<string, unknown> = {},
+): void {
+  console.error(
+    JSON.stringify({ level: 'error', message, ...fields, error: describeError(error) }),
+  );
+}
+
 export interface ReferenceService {
   db: BatchSqlExecutor;
   outbox: Outbox;
@@ -161,7 +172,6 @@ export function referenceServiceFromEnv(
   const { senders, skipped } = sendersFromEnv(env, {
     db: options.secretsDb ? options.secretsDb(db) : db,
     resolveHost: options.resolveHost,
-    logger,
   });
   const kickSetting = readEnv(env, 'OUTBOX_KICK')?.toLowerCase();
   return {
@@ -261,14 +271,7 @@ export function scheduledDrain(
  * business outside), and the detail in the log.
  */
 export function misconfiguredResponse(error: unknown, fields: Record<string, unknown>): Response {
-  console.error(
-    JSON.stringify({
-      level: 'error',
-      message: 'the service is misconfigured',
-      ...fields,
-      error: describeError(error),
-    }),
-  );
+  logFailure('the service is misconfigured', error, fields);
   return Response.json(
     { error: 'internal error: the service is misconfigured (details in its log)' },
     { status: 500 },

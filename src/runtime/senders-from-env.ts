@@ -3,7 +3,7 @@
  * CLI and Node (process.env), Lambda (process.env), Workers (the `env` binding object).
  */
 import { ConfigurationError } from '../core/errors.js';
-import type { Logger, SqlExecutor } from '../core/ports.js';
+import type { SqlExecutor } from '../core/ports.js';
 import type { SenderRegistry } from '../core/sender.js';
 import { limitSender } from '../senders/rate-limit.js';
 import { sesConfigFromEnv, sesSender } from '../senders/ses/ses-sender.js';
@@ -35,7 +35,6 @@ export interface SendersFromEnvOptions {
    * `false` on Workers, whose egress cannot reach private ranges and which have no resolver.
    */
   resolveHost: HostResolver | false;
-  logger?: Logger;
 }
 
 /** What was built, and what was left out and why: printed at startup so nothing is silent. */

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { isRetryableDatabaseError, mapDatabaseError } from '../../src/drivers/postgres-errors.js';
+import {
+  FOREIGN_KEY_VIOLATION,
+  isRetryableDatabaseError,
+  mapDatabaseError,
+  UNIQUE_VIOLATION,
+  violates,
+} from '../../src/drivers/postgres-errors.js';
 
 describe('Postgres error mapping', () => {
   it.each([
@@ -25,5 +31,20 @@ describe('Postgres error mapping', () => {
     const mapped = mapDatabaseError(error);
     expect(mapped).toBe(error);
     expect(isRetryableDatabaseError(mapped)).toBe(false);
+  });
+});
+
+describe('violates', () => {
+  const duplicate = Object.assign(new Error('duplicate key'), {
+    code: '23505',
+    constraint: 'users_email_unique',
+  });
+
+  it('matches the SQLSTATE, and the constraint when one is named', () => {
+    expect(violates(duplicate, UNIQUE_VIOLATION)).toBe(true);
+    expect(violates(duplicate, UNIQUE_VIOLATION, 'users_email_unique')).toBe(true);
+    expect(violates(duplicate, UNIQUE_VIOLATION, 'messages_key_unique')).toBe(false);
+    expect(violates(duplicate, FOREIGN_KEY_VIOLATION)).toBe(false);
+    expect(violates('not an error', UNIQUE_VIOLATION)).toBe(false);
   });
 });

@@ -29,11 +29,7 @@ export async function runDrain(args: DrainArguments, io: CliIo): Promise<ExitCod
   const outbox = outboxFromEnv(io.env);
   return withDatabase(io, outbox, async ({ db, store }) => {
     const logger = cliLogger(io);
-    const { senders, skipped } = sendersFromEnv(io.env, {
-      db,
-      resolveHost: nodeHostResolver,
-      logger,
-    });
+    const { senders, skipped } = sendersFromEnv(io.env, { db, resolveHost: nodeHostResolver });
     for (const { kind, reason } of skipped) writeNote(io, `not draining ${kind}: ${reason}`);
     checkWebhookSecret(io);
     const options: DrainOptions = {
