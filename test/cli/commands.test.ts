@@ -5,6 +5,8 @@
 import { Webhook } from 'standardwebhooks';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/database.js';
+import { waitFor } from '../support/wait-for.js';
+import { startWebhookReceiver } from '../support/webhook-receiver.js';
 import { insertMessageIn } from './message-rows.js';
 import {
   countRows,
@@ -13,10 +15,8 @@ import {
   runOutboxInProcess,
   startOutboxInProcess,
   UNREACHABLE_DATABASE_URL,
-  waitFor,
   webhookDrainEnv,
 } from './outbox-cli.js';
-import { startWebhookReceiver } from './webhook-receiver.js';
 
 const database = useTestDatabase();
 const DAY = 86_400_000;

@@ -4,6 +4,8 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/database.js';
+import { waitFor } from '../support/wait-for.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import {
   messageState,
   newWebhookSecret,
@@ -11,10 +13,8 @@ import {
   runOutbox,
   runOutboxInProcess,
   startOutbox,
-  waitFor,
   webhookDrainEnv,
 } from './outbox-cli.js';
-import { startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.js';
 
 const database = useTestDatabase();
 let receiver: WebhookReceiver;

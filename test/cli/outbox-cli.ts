@@ -112,20 +112,6 @@ export function runOutbox(
   return startOutbox(args, env).exited;
 }
 
-/** Polls `condition` until it holds; fails after `timeoutMs`, saying what it waited for. */
-export async function waitFor(
-  what: string,
-  condition: () => boolean | Promise<boolean>,
-  timeoutMs = 20_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 /** A Standard Webhooks secret: `whsec_` and 32 random bytes in base64. */
 export function newWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;

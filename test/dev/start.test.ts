@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
-import { sleep } from '../support/drain-fixtures.js';
+import { waitFor } from '../support/wait-for.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const workspace = mkdtempSync(join(tmpdir(), 'outbox-start-'));
@@ -87,11 +87,14 @@ it('npm start runs the whole stack: a signup reaches the inbox, and Ctrl-C stops
     child?.on('exit', (code, signal) => resolve({ code, signal })),
   );
 
-  const readyBy = Date.now() + 90_000;
-  while (!output.includes('Press Ctrl-C') && Date.now() < readyBy) {
-    if (child.exitCode !== null) throw new Error(`npm start exited early:\n${output}`);
-    await sleep(100);
-  }
+  await waitFor(
+    'npm start to be ready',
+    () => {
+      if (child?.exitCode !== null) throw new Error(`npm start exited early:\n${output}`);
+      return output.includes('Press Ctrl-C');
+    },
+    90_000,
+  );
   expect(output).toContain('Press Ctrl-C');
   const app = /App\s+(http:\/\/\S+)/.exec(output)?.[1];
   const inbox = /Inbox\s+(http:\/\/\S+?)\/\s/.exec(output)?.[1];
@@ -107,17 +110,20 @@ it('npm start runs the whole stack: a signup reaches the inbox, and Ctrl-C stops
   });
   expect(signup.status).toBe(201);
 
-  const sentBy = Date.now() + 10_000;
   let received: { destination: { to: string[] }; subject: string } | undefined;
-  while (!received && Date.now() < sentBy) {
-    const store = (await (await fetch(`${inbox}/store`)).json()) as {
-      emails: { destination: { to: string[] }; subject: string }[];
-    };
-    received = store.emails.find((message) =>
-      message.destination.to.some((to) => to.includes(email)),
-    );
-    if (!received) await sleep(100);
-  }
+  await waitFor(
+    'the welcome email in the SES store',
+    async () => {
+      const store = (await (await fetch(`${inbox}/store`)).json()) as {
+        emails: { destination: { to: string[] }; subject: string }[];
+      };
+      received = store.emails.find((message) =>
+        message.destination.to.some((to) => to.includes(email)),
+      );
+      return received !== undefined;
+    },
+    10_000,
+  );
   expect(received?.subject).toBe('Welcome, Newcomer');
 
   child.kill('SIGINT');

@@ -9,8 +9,9 @@ import { createOutbox } from '../../src/outbox.js';
 import { createDrainer } from '../../src/runtime/drainer.js';
 import { migrate } from '../../src/store/migrate.js';
 import { useTestDatabase } from '../support/database.js';
-import { fakeClock, recordingSender, sleep } from '../support/drain-fixtures.js';
+import { fakeClock, recordingSender } from '../support/drain-fixtures.js';
 import { useDriver } from '../support/drivers.js';
+import { waitFor } from '../support/wait-for.js';
 
 const database = useTestDatabase();
 const outbox = createOutbox();
@@ -247,8 +248,7 @@ describe.each(['neon-ws', 'neon-http'] as const)('reference service through %s',
           messageKeys[0],
         ])
       ).rows[0]?.state;
-    const deadline = Date.now() + 10_000;
-    while ((await stateOf()) !== 'delivered' && Date.now() < deadline) await sleep(20);
+    await waitFor('the kick to settle the message', async () => (await stateOf()) === 'delivered');
     expect(await stateOf()).toBe('delivered');
     expect(sender.calls.map((call) => call.key)).toEqual([messageKeys[0]]);
   });

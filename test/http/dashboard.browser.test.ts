@@ -19,8 +19,8 @@ import { DASHBOARD_CSP } from '../../src/http/dashboard.js';
 import { migrations as appMigrations } from '../../src/http/migrations.generated.js';
 import { createOutbox } from '../../src/outbox.js';
 import { migrate } from '../../src/store/migrate.js';
-import { startLoopbackServer } from '../senders/loopback-http.js';
 import { useTestDatabase } from '../support/database.js';
+import { startLoopbackServer } from '../support/loopback-http.js';
 
 const CHROMIUM_PATH = '/usr/bin/chromium';
 const CHROMIUM_ARGS = [

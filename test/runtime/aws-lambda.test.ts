@@ -20,8 +20,8 @@ import type { LambdaContextLike, ScheduledResult } from '../../src/runtime/aws-l
 import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import { migrate } from '../../src/store/migrate.js';
 import { insertMessageIn } from '../cli/message-rows.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../cli/webhook-receiver.js';
 import { useTestDatabase } from '../support/database.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const database = useTestDatabase();
 const outbox = createOutbox();

@@ -13,8 +13,8 @@ import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { migrations as appMigrations } from '../../src/http/migrations.generated.js';
 import { createOutbox } from '../../src/outbox.js';
 import { migrate } from '../../src/store/migrate.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../cli/webhook-receiver.js';
 import { useTestDatabase } from '../support/database.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import { startWranglerDev, type WranglerDev } from './wrangler-dev.js';
 
 const database = useTestDatabase();

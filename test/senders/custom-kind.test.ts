@@ -14,7 +14,7 @@ import {
   type Sender,
   ValidationError,
 } from '../../src/index.js';
-import { type LoopbackServer, startLoopbackServer } from './loopback-http.js';
+import { type LoopbackServer, startLoopbackServer } from '../support/loopback-http.js';
 import { openSignal, outboundMessage } from './outbound-message.js';
 
 // --- from docs/senders.md ---------------------------------------------------------------------

@@ -18,7 +18,7 @@ import {
 } from '../../src/senders/index.js';
 import { destinationCheck } from '../../src/senders/webhook/destination-policy.js';
 import { nodeHostResolver } from '../../src/senders/webhook/node-host-resolver.js';
-import { type LoopbackServer, startLoopbackServer } from './loopback-http.js';
+import { type LoopbackServer, startLoopbackServer } from '../support/loopback-http.js';
 import { openSignal, outboundMessage } from './outbound-message.js';
 
 const secret = generateWebhookSecret();

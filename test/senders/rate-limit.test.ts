@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { isRetryableDeliveryError } from '../../src/core/errors.js';
 import type { OutboundMessage, Sender } from '../../src/core/sender.js';
 import { limitSender } from '../../src/senders/index.js';
-import { waitFor } from './loopback-http.js';
+import { waitFor } from '../support/wait-for.js';
 import { openSignal, outboundMessage } from './outbound-message.js';
 
 /** A sender whose sends stay in flight until the test finishes them, recording when each began. */
@@ -73,9 +73,9 @@ describe('limitSender', () => {
     await Promise.resolve();
     expect(controlled.started).toHaveLength(2);
     controlled.started[0]!.finish();
-    await waitFor(() => controlled.started.length === 3);
+    await waitFor('three sends to start', () => controlled.started.length === 3);
     for (let finished = 1; finished < 5; finished++) {
-      await waitFor(() => controlled.started.length > finished);
+      await waitFor('the next send to start', () => controlled.started.length > finished);
       controlled.started[finished]!.finish();
     }
     await all;
@@ -130,7 +130,7 @@ describe('limitSender', () => {
     expect(isRetryableDeliveryError(error)).toBe(true);
     controlled.started[0]!.finish();
     await firstSend;
-    await waitFor(() => controlled.started.length === 2);
+    await waitFor('two sends to start', () => controlled.started.length === 2);
     controlled.started[1]!.finish();
     await afterSend;
     // The abandoned send never reached the sender; the one behind it moved up.

@@ -27,8 +27,8 @@ import {
   type ReceivedRequest,
   startLoopbackServer,
   unusedPort,
-  waitFor,
-} from './loopback-http.js';
+} from '../support/loopback-http.js';
+import { waitFor } from '../support/wait-for.js';
 import { openSignal, outboundMessage } from './outbound-message.js';
 
 const SES_NAMESPACE = 'http://ses.amazonaws.com/doc/2010-12-01/';
@@ -353,7 +353,7 @@ describe('sesSender on the wire', () => {
         controller.signal,
       ),
     );
-    await waitFor(() => ses.requests.length > before);
+    await waitFor('the request to reach SES', () => ses.requests.length > before);
     controller.abort(new Error('send timeout'));
     const error = await sending;
     expect(isRetryableDeliveryError(error)).toBe(true);

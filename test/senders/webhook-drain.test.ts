@@ -12,7 +12,7 @@ import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
 import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import { useTestDatabase } from '../support/database.js';
 import { fakeClock } from '../support/drain-fixtures.js';
-import { type LoopbackServer, startLoopbackServer } from './loopback-http.js';
+import { type LoopbackServer, startLoopbackServer } from '../support/loopback-http.js';
 
 const database = useTestDatabase();
 const secret = generateWebhookSecret();

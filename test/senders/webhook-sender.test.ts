@@ -25,8 +25,8 @@ import {
   type ReceivedRequest,
   startLoopbackServer,
   unusedPort,
-  waitFor,
-} from './loopback-http.js';
+} from '../support/loopback-http.js';
+import { waitFor } from '../support/wait-for.js';
 import { openSignal, outboundMessage } from './outbound-message.js';
 
 type Reply = (response: ServerResponse) => void;
@@ -238,7 +238,7 @@ describe('webhookSender', () => {
     const before = receiver.requests.length;
     const controller = new AbortController();
     const sending = rejectionOf(sender()(webhookMessage(), controller.signal));
-    await waitFor(() => receiver.requests.length > before);
+    await waitFor('the request to reach the receiver', () => receiver.requests.length > before);
     controller.abort(new Error('send timeout'));
     const error = await sending;
     expect(isRetryableDeliveryError(error)).toBe(true);

@@ -90,12 +90,3 @@ export async function unusedPort(): Promise<number> {
   await server.close();
   return port;
 }
-
-/** Polls `condition` until it holds, failing after `timeoutMs`: for waiting on other processes' I/O. */
-export async function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
