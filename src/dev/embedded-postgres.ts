@@ -10,7 +10,6 @@
  * the database up until we say so.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, chown, cp, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -219,12 +218,20 @@ interface Owner {
  * As root, PostgreSQL runs as the `postgres` user, who must be able to execute the binaries. In
  * a checkout under a private folder (`mktemp -d` makes 0700 ones, as CI may) that user cannot
  * reach node_modules at all, so run from a copy under the OS temp dir instead: made once per
- * binaries folder, in place under its final name only when complete.
+ * package version, in place under its final name only when complete.
  */
 async function binariesReachableByAll(installed: Binaries): Promise<Binaries> {
   const native = dirname(dirname(installed.postgres));
-  const digest = createHash('sha256').update(native).digest('hex').slice(0, 12);
-  const cache = join(tmpdir(), 'outbox-relay-postgres', `binaries-${digest}`);
+  // Keyed by package and version: every checkout of one version shares a single copy.
+  const manifest = JSON.parse(await readFile(join(dirname(native), 'package.json'), 'utf8')) as {
+    name: string;
+    version: string;
+  };
+  const cache = join(
+    tmpdir(),
+    'outbox-relay-postgres',
+    `binaries-${manifest.name.replace('/', '_')}@${manifest.version}`,
+  );
   if (!existsSync(join(cache, 'complete'))) {
     const staging = `${cache}.${process.pid}.tmp`;
     await mkdir(dirname(cache), { recursive: true, mode: 0o755 });
