@@ -99,8 +99,8 @@ export interface DrainReport {
 }
 
 /**
- * 25 rows per claim: with 10 sends in flight, three waves of sends per lease, and a claim
- * that returns in one packet or two even with kilobyte payloads.
+ * 25 rows per claim: with 10 sends in flight, three waves of sends per batch, and few enough rows
+ * that a Workers Free invocation (50 subrequests) still fits a claim, a batch and its settle.
  */
 export const DEFAULT_BATCH_SIZE = 25;
 
