@@ -6,6 +6,7 @@
 import { parseArgs } from 'node:util';
 import { MAX_BATCH_SIZE, MAX_CONCURRENCY } from '../core/drain.js';
 import type { JsonValue, NewMessage } from '../core/message.js';
+import { isMessageId } from '../core/message-id.js';
 import { MESSAGE_STATES, type MessageState } from '../core/outbox-store.js';
 import { DEFAULT_PURGE_LIMIT } from '../core/purge.js';
 import { MIN_DRAIN_BUDGET_MS } from '../runtime/drainer.js';
@@ -48,8 +49,6 @@ export const DEFAULT_TICK_BUDGET_MS = 60_000;
  * below a second a send gets under half a second, too little for a real provider.
  */
 export const MIN_TICK_BUDGET_MS = MIN_DRAIN_BUDGET_MS;
-
-const MESSAGE_ID_PATTERN = /^[1-9][0-9]{0,18}$/;
 
 export interface FlagSpec {
   type: 'string' | 'boolean';
@@ -528,7 +527,7 @@ function singleMessageId(flags: Flags): string {
     );
   }
   if (extra !== undefined) throw usageError(`${flags.command}: one message id at a time`);
-  if (!MESSAGE_ID_PATTERN.test(id)) {
+  if (!isMessageId(id)) {
     throw usageError(
       `${flags.command}: "${id}" is not a message id (a positive integer, the ID column of \`outbox list\`)`,
     );

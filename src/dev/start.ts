@@ -17,6 +17,7 @@ import { createApp } from '../http/app.js';
 import { migrations as appMigrations } from '../http/migrations.generated.js';
 import { createOutbox } from '../outbox.js';
 import { createDrainer } from '../runtime/drainer.js';
+import { endpointSecretLookup } from '../runtime/endpoint-secrets.js';
 import { serveApp, startDrainSchedule } from '../runtime/node.js';
 import { sendersFromEnv } from '../runtime/senders-from-env.js';
 import { nodeHostResolver } from '../senders/webhook/node-host-resolver.js';
@@ -118,7 +119,10 @@ async function main(): Promise<void> {
       OUTBOX_WEBHOOK_ALLOW_HOSTS: '127.0.0.1,localhost,[::1]',
       ...env,
     };
-    const { senders, skipped } = sendersFromEnv(senderEnv, { db, resolveHost: nodeHostResolver });
+    const { senders, skipped } = sendersFromEnv(senderEnv, {
+      endpointSecret: endpointSecretLookup(db),
+      resolveHost: nodeHostResolver,
+    });
     for (const { kind, reason } of skipped) console.warn(`warn: no ${kind} sender: ${reason}`);
     const store = outbox.store(db);
     const drain = createDrainer({ store, senders, defaults: { logger: consoleLogger } });

@@ -1,5 +1,6 @@
 import { type Context, Hono } from 'hono';
 import { isValidationError } from '../core/errors.js';
+import { isMessageId } from '../core/message-id.js';
 import { MESSAGE_STATES, type MessageState } from '../core/outbox-store.js';
 import type { DeliveryCount } from '../store/postgres-store.js';
 import type { AppEnv, ResolvedDeps } from './app-deps.js';
@@ -126,10 +127,6 @@ export function adminRoutes(deps: ResolvedDeps): Hono<AppEnv> {
   });
 
   return app;
-}
-
-function isMessageId(id: string): boolean {
-  return /^[1-9][0-9]{0,18}$/.test(id);
 }
 
 function badId(c: Context): Response {

@@ -11,6 +11,7 @@
 import { type Context, Hono } from 'hono';
 import { deleteCookie, setCookie } from 'hono/cookie';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { isMessageId } from '../core/message-id.js';
 import type { MessageRecord, OutboxStats } from '../core/outbox-store.js';
 import type { DeliveryCount } from '../store/postgres-store.js';
 import {
@@ -240,10 +241,6 @@ function unauthorized(c: Context): Response {
 
 function badMessageId(c: Context): Response {
   return htmlResponse(c, 400, messagePage('Bad request', 'That is not a message id.'));
-}
-
-function isMessageId(id: string): boolean {
-  return /^[1-9][0-9]{0,18}$/.test(id);
 }
 
 /** Secure cookies need https; behind a TLS-terminating proxy the proxy says so. */

@@ -31,7 +31,7 @@ import type { HostResolver } from '../senders/webhook/destination-policy.js';
 import { type MigrateResult, migrate } from '../store/migrate.js';
 import type { PostgresOutboxStore } from '../store/postgres-store.js';
 import { budgetedTimeouts, createDrainer } from './drainer.js';
-import { DEFAULT_APP_SCHEMA } from './endpoint-secrets.js';
+import { DEFAULT_APP_SCHEMA, endpointSecretLookup } from './endpoint-secrets.js';
 import { type OutboxEnv, type SendersFromEnv, sendersFromEnv } from './senders-from-env.js';
 
 /** A Worker's `env` or Lambda's `process.env`: strings, read by name. */
@@ -170,7 +170,7 @@ export function referenceServiceFromEnv(
   const outbox = createOutbox();
   const logger = jsonLogger(env, options.logFields);
   const { senders, skipped } = sendersFromEnv(env, {
-    db: options.secretsDb ? options.secretsDb(db) : db,
+    endpointSecret: endpointSecretLookup(options.secretsDb ? options.secretsDb(db) : db),
     resolveHost: options.resolveHost,
   });
   const kickSetting = readEnv(env, 'OUTBOX_KICK')?.toLowerCase();

@@ -3,13 +3,11 @@
  * CLI and Node (process.env), Lambda (process.env), Workers (the `env` binding object).
  */
 import { ConfigurationError } from '../core/errors.js';
-import type { SqlExecutor } from '../core/ports.js';
 import type { SenderRegistry } from '../core/sender.js';
 import { limitSender } from '../senders/rate-limit.js';
 import { sesConfigFromEnv, sesSender } from '../senders/ses/ses-sender.js';
 import type { HostResolver } from '../senders/webhook/destination-policy.js';
 import { webhookSender } from '../senders/webhook/webhook-sender.js';
-import { DEFAULT_APP_SCHEMA, endpointSecretLookup } from './endpoint-secrets.js';
 
 /**
  * Environment variables read here:
@@ -26,10 +24,19 @@ import { DEFAULT_APP_SCHEMA, endpointSecretLookup } from './endpoint-secrets.js'
  */
 export type OutboxEnv = Readonly<Record<string, unknown>>;
 
+/**
+ * Finds the signing secret of a webhook endpoint named by a payload's `endpointId`, in your own
+ * storage (a table of subscribers, a secrets store). `undefined` means the endpoint is gone or
+ * disabled: the webhook sender then fails the message permanently. A thrown error is retryable.
+ */
+export type EndpointSecretLookup = (endpointId: string) => Promise<string | undefined>;
+
 export interface SendersFromEnvOptions {
-  /** Where webhook endpoint secrets live (the reference service's `webhook_endpoints`). */
-  db?: SqlExecutor;
-  appSchema?: string;
+  /**
+   * Secrets for webhooks whose payload names an `endpointId`. Without it those webhooks fail
+   * permanently; webhooks naming no endpoint are signed with `OUTBOX_WEBHOOK_SECRET`.
+   */
+  endpointSecret?: EndpointSecretLookup;
   /**
    * How to resolve webhook hosts for the SSRF guard: `nodeHostResolver` on Node and Lambda;
    * `false` on Workers, whose egress cannot reach private ranges and which have no resolver.
@@ -69,9 +76,7 @@ export function sendersFromEnv(env: OutboxEnv, options: SendersFromEnvOptions): 
 
   const environment = read('OUTBOX_ENV') === 'development' ? 'development' : 'production';
   const staticSecret = read('OUTBOX_WEBHOOK_SECRET');
-  const lookup = options.db
-    ? endpointSecretLookup(options.db, options.appSchema ?? DEFAULT_APP_SCHEMA)
-    : undefined;
+  const lookup = options.endpointSecret;
   senders.webhook = webhookSender({
     environment,
     allowHosts: (read('OUTBOX_WEBHOOK_ALLOW_HOSTS') ?? '')

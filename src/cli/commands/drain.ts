@@ -4,6 +4,7 @@ import { isOutboxError } from '../../core/errors.js';
 import type { Logger } from '../../core/ports.js';
 import { isRetryableDatabaseError } from '../../drivers/postgres-errors.js';
 import { budgetedTimeouts } from '../../runtime/drainer.js';
+import { endpointSecretLookup } from '../../runtime/endpoint-secrets.js';
 import { sendersFromEnv } from '../../runtime/senders-from-env.js';
 import { nodeHostResolver } from '../../senders/webhook/node-host-resolver.js';
 import { decodeWebhookSecret } from '../../senders/webhook/webhook-signature.js';
@@ -29,7 +30,10 @@ export async function runDrain(args: DrainArguments, io: CliIo): Promise<ExitCod
   const outbox = outboxFromEnv(io.env);
   return withDatabase(io, outbox, async ({ db, store }) => {
     const logger = cliLogger(io);
-    const { senders, skipped } = sendersFromEnv(io.env, { db, resolveHost: nodeHostResolver });
+    const { senders, skipped } = sendersFromEnv(io.env, {
+      endpointSecret: endpointSecretLookup(db),
+      resolveHost: nodeHostResolver,
+    });
     for (const { kind, reason } of skipped) writeNote(io, `not draining ${kind}: ${reason}`);
     checkWebhookSecret(io);
     const options: DrainOptions = {
