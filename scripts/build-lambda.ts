@@ -1,11 +1,11 @@
 /**
- * Bundles the AWS Lambda handlers (src/runtime/aws-lambda.ts) with esbuild, one ES module per
+ * Bundles the reference service's AWS Lambda handlers (examples/reference-service/lambda.ts) with esbuild, one ES module per
  * function with every dependency inside it (the versions package-lock.json pins, not whatever
  * SDK the Lambda runtime happens to carry), and zips each for `package.artifact` in
  * serverless.yml:
  *
- *   npx tsx scripts/build-lambda.ts            # dist/lambda/{http,drain}.mjs and .zip
- *   npx tsx scripts/build-lambda.ts out/dir
+ *   npm run build:lambda                       # dist/lambda/{http,drain}.mjs and .zip
+ *   npm run build:lambda -- out/dir
  *
  * Handlers: `http.httpHandler` and `drain.scheduledHandler` (file name, then export).
  */
@@ -55,7 +55,7 @@ export async function buildLambda(outdir = join(root, 'dist', 'lambda')): Promis
     const path = join(outdir, `${name}.mjs`);
     await build({
       stdin: {
-        contents: `export { ${exported} } from './src/runtime/aws-lambda.ts';`,
+        contents: `export { ${exported} } from './examples/reference-service/lambda.ts';`,
         resolveDir: root,
         sourcefile: `${name}-entry.ts`,
         loader: 'ts',

@@ -1,6 +1,6 @@
 /**
  * Bundles migrations/NNNN_name.sql into src/store/migrations.generated.ts (and the reference
- * service's migrations/app/ into src/http/migrations.generated.ts), because Workers have
+ * service's examples/reference-service/migrations/ beside them), because Workers have
  * no filesystem: a Worker must be able to migrate from code alone. A test fails when the
  * generated module and the SQL files disagree, so run `npm run build:migrations` after editing.
  */
@@ -14,9 +14,9 @@ const FILE_PATTERN = /^(\d{4})_([a-z0-9_]+)\.sql$/;
 export const MIGRATION_SETS = [
   { folder: 'migrations', module: 'src/store/migrations.generated.ts', importFrom: './migrate.js' },
   {
-    folder: 'migrations/app',
-    module: 'src/http/migrations.generated.ts',
-    importFrom: '../store/migrate.js',
+    folder: 'examples/reference-service/migrations',
+    module: 'examples/reference-service/migrations.generated.ts',
+    importFrom: 'outbox-relay',
   },
 ] as const;
 

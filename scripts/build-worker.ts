@@ -2,22 +2,20 @@
  * Bundles the Worker exactly as `wrangler deploy` would (`--dry-run --outdir`, the repo's
  * wrangler.toml, no account or network needed) and reports what Cloudflare would measure:
  *
- *   npx tsx scripts/build-worker.ts            # dist/worker/
- *   npx tsx scripts/build-worker.ts out/dir
+ *   npm run build:worker                       # dist/worker/
+ *   npm run build:worker -- out/dir
  *
  * The size budget test (test/runtime/worker-bundle.test.ts) runs the same build.
  */
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { dirname, join, relative, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 
 const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
 
-/** The bundle file wrangler writes, named after `main`. */
-const BUNDLE_FILE = 'cloudflare-workers.js';
 const METAFILE = 'bundle-meta.json';
 
 export interface WorkerBuild {
@@ -58,20 +56,34 @@ export function offlineWranglerEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-export async function buildWorker(outdir = join(root, 'dist', 'worker')): Promise<WorkerBuild> {
+/**
+ * Builds the Worker that `config` (a wrangler.toml; default the repository's, which deploys the
+ * reference service) describes, into `outdir`.
+ */
+export async function buildWorker(
+  outdir = join(root, 'dist', 'worker'),
+  config = join(root, 'wrangler.toml'),
+): Promise<WorkerBuild> {
+  // wrangler names the bundle after `main`: examples/reference-service/worker.ts -> worker.js.
+  const main = /^main\s*=\s*"([^"]+)"/m.exec(await readFile(config, 'utf8'))?.[1];
+  if (main === undefined) throw new Error(`${config} has no main = "..." line`);
+  const bundleFile = `${basename(main).replace(/\.[cm]?[jt]s$/, '')}.js`;
   const args = [
     wranglerBin(),
     'deploy',
     '--dry-run',
     '--config',
-    join(root, 'wrangler.toml'),
+    config,
     '--outdir',
     outdir,
     '--metafile',
     join(outdir, METAFILE),
   ];
   const output = await new Promise<string>((done, fail) => {
-    const child = spawn(process.execPath, args, { cwd: root, env: offlineWranglerEnv() });
+    const child = spawn(process.execPath, args, {
+      cwd: dirname(config),
+      env: offlineWranglerEnv(),
+    });
     let text = '';
     child.stdout.on('data', (chunk: Buffer) => {
       text += chunk.toString('utf8');
@@ -84,7 +96,7 @@ export async function buildWorker(outdir = join(root, 'dist', 'worker')): Promis
       code === 0 ? done(text) : fail(new Error(`wrangler deploy --dry-run failed:\n${text}`)),
     );
   });
-  const path = join(outdir, BUNDLE_FILE);
+  const path = join(outdir, bundleFile);
   const script = await readFile(path);
   const metafile = JSON.parse(await readFile(join(outdir, METAFILE), 'utf8')) as {
     outputs: Record<
@@ -96,8 +108,8 @@ export async function buildWorker(outdir = join(root, 'dist', 'worker')): Promis
       }
     >;
   };
-  const bundle = Object.entries(metafile.outputs).find(([name]) => name.endsWith(BUNDLE_FILE));
-  if (!bundle) throw new Error(`no ${BUNDLE_FILE} in wrangler's metafile:\n${output}`);
+  const bundle = Object.entries(metafile.outputs).find(([name]) => name.endsWith(bundleFile));
+  if (!bundle) throw new Error(`no ${bundleFile} in wrangler's metafile:\n${output}`);
   const [, meta] = bundle;
   const inputs = Object.keys(meta.inputs).map((input) =>
     relative(root, resolve(root, input)).replaceAll('\\', '/'),

@@ -33,20 +33,24 @@ export {
   type NewMessage,
   type PayloadValidator,
 } from './core/message.js';
+export { isMessageId, MAX_MESSAGE_ID } from './core/message-id.js';
 export type {
   ClaimedMessage,
   MessageRecord,
   MessageState,
   OutboxStats,
 } from './core/outbox-store.js';
-export type {
-  BatchSqlExecutor,
-  Clock,
-  IdGenerator,
-  Logger,
-  QueryResult,
-  SqlExecutor,
-  Statement,
+export {
+  type BatchSqlExecutor,
+  type Clock,
+  type IdGenerator,
+  type Logger,
+  type QueryResult,
+  randomId,
+  type SqlExecutor,
+  type Statement,
+  silentLogger,
+  systemClock,
 } from './core/ports.js';
 export {
   DEFAULT_KEEP_DEAD_MS,
@@ -67,7 +71,13 @@ export { dead, delivered, release, retry, type Settlement } from './core/settlem
 export { type NeonHttpLike, neonHttpExecutor, neonHttpQuery } from './drivers/neon-http.js';
 export { neonWsExecutor } from './drivers/neon-ws.js';
 export { type PgPoolLike, type PgQueryableLike, pgExecutor } from './drivers/node-pg.js';
-export { isRetryableDatabaseError, RETRYABLE_SQLSTATES } from './drivers/postgres-errors.js';
+export {
+  FOREIGN_KEY_VIOLATION,
+  isRetryableDatabaseError,
+  RETRYABLE_SQLSTATES,
+  UNIQUE_VIOLATION,
+  violates,
+} from './drivers/postgres-errors.js';
 export {
   BUILT_IN_KINDS,
   createOutbox,
@@ -76,6 +86,33 @@ export {
   type OutboxOptions,
 } from './outbox.js';
 export {
+  budgetedTimeouts,
+  createDrainer,
+  type Drainer,
+  type DrainerOptions,
+  type DrainRequest,
+  MIN_DRAIN_BUDGET_MS,
+  runScheduledDrain,
+  type ScheduledRunOptions,
+  type ScheduledRunResult,
+} from './runtime/drainer.js';
+export {
+  type EnvLike,
+  integerFromEnv,
+  postgresUrlFromEnv,
+  readEnv,
+  switchFromEnv,
+} from './runtime/env.js';
+export { type JsonLoggerOptions, jsonLogger, logFailure, logReport } from './runtime/json-log.js';
+export { DEFAULT_KICK_BUDGET_MS, type KickOptions, kickAfterCommit } from './runtime/kick.js';
+export {
+  type EndpointSecretLookup,
+  type SendersFromEnv,
+  type SendersFromEnvOptions,
+  sendersFromEnv,
+} from './runtime/senders-from-env.js';
+export * from './senders/index.js';
+export {
   type MigrateOptions,
   type MigrateResult,
   type Migration,
@@ -83,3 +120,4 @@ export {
 } from './store/migrate.js';
 export type { ListPage, ListRequest } from './store/postgres-store.js';
 export { PostgresOutboxStore } from './store/postgres-store.js';
+export { quoteSchema } from './store/schema-name.js';

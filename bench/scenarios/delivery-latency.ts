@@ -8,10 +8,10 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
+import { createApp } from '../../examples/reference-service/app.js';
+import { migrations as appMigrations } from '../../examples/reference-service/migrations.generated.js';
 import { silentLogger } from '../../src/core/ports.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
-import { createApp } from '../../src/http/app.js';
-import { migrations as appMigrations } from '../../src/http/migrations.generated.js';
 import { createOutbox } from '../../src/outbox.js';
 import { createDrainer } from '../../src/runtime/drainer.js';
 import { serveApp, startDrainSchedule } from '../../src/runtime/node.js';

@@ -6,9 +6,9 @@
  */
 import { createRequire } from 'node:module';
 import pg from 'pg';
+import { createApp } from '../../examples/reference-service/app.js';
+import { migrations as appMigrations } from '../../examples/reference-service/migrations.generated.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
-import { createApp } from '../../src/http/app.js';
-import { migrations as appMigrations } from '../../src/http/migrations.generated.js';
 import { createOutbox, type Outbox } from '../../src/outbox.js';
 import { serveApp } from '../../src/runtime/node.js';
 import { migrate } from '../../src/store/migrate.js';

@@ -5,6 +5,7 @@ export {
   type EmbeddedPostgresOptions,
   startEmbeddedPostgres,
 } from './embedded-postgres.js';
+export { type LocalSes, localSesEnv, startLocalSes } from './local-ses.js';
 export {
   applyNeonLocalConfig,
   type NeonLocalConfig,

@@ -1,9 +1,9 @@
 import { type Context, Hono } from 'hono';
+import type { AppEnv, ResolvedDeps } from '../../examples/reference-service/app-deps.js';
 import { isValidationError } from '../core/errors.js';
 import { isMessageId } from '../core/message-id.js';
 import { MESSAGE_STATES, type MessageState } from '../core/outbox-store.js';
 import type { DeliveryCount } from '../store/postgres-store.js';
-import type { AppEnv, ResolvedDeps } from './app-deps.js';
 import { errorResponse, pathOfField } from './errors.js';
 
 /** `POST /admin/drain` defaults: bounded so an operator's click cannot outlast the request. */

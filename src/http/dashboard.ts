@@ -11,6 +11,7 @@
 import { type Context, Hono } from 'hono';
 import { deleteCookie, setCookie } from 'hono/cookie';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { AppEnv, ResolvedDeps } from '../../examples/reference-service/app-deps.js';
 import { isMessageId } from '../core/message-id.js';
 import type { MessageRecord, OutboxStats } from '../core/outbox-store.js';
 import type { DeliveryCount } from '../store/postgres-store.js';
@@ -22,7 +23,6 @@ import {
   tokensMatch,
 } from './admin-auth.js';
 import { lastHour } from './admin-routes.js';
-import type { AppEnv, ResolvedDeps } from './app-deps.js';
 
 /** Where app.ts mounts the dashboard. Forms and redirects need absolute paths. */
 const DASHBOARD_PATH = '/admin';

@@ -1,44 +1,33 @@
 /**
- * AWS Lambda entry points (Node.js 20), bundled by scripts/build-lambda.ts and deployed by
- * serverless.yml; docs/deploy.md walks through it.
+ * AWS Lambda kit: a handler for an EventBridge schedule that drains (and hourly purges) the
+ * outbox and returns before the invocation's timeout, and a wrapper that makes a Hono app's
+ * after-commit kicks finish before Lambda freezes the sandbox. Import from
+ * `outbox-relay/aws-lambda`.
  *
- * - `httpHandler`: API Gateway HTTP API (payload 2.0) or a function URL, to the reference
- *   service's Hono app.
- * - `scheduledHandler`: EventBridge every minute, one bounded drain that ends before the
- *   invocation's own timeout, and at minute 30 of each hour a purge after it.
+ * Prefer Neon's HTTP driver here too: a pooled TCP or WebSocket connection can be cut by Neon
+ * while Lambda has the sandbox frozen, and the first query after the thaw would fail; an HTTP
+ * query has no connection to lose.
  *
- * The service is built once per sandbox, at the first invocation, and reused while the sandbox
- * stays warm. That is safe because nothing in it holds a connection: the database is Neon's
- * HTTP driver (each query is one HTTPS request; Node's fetch keeps the TLS connection alive
- * between them, and a connection that died while the sandbox was frozen is simply reopened),
- * the SES client sends one request per email, and the app keeps no per-request state. A pooled
- * TCP or WebSocket connection, by contrast, can be cut by Neon while Lambda has the sandbox
- * frozen, and the first query after the thaw would fail.
+ * @example
+ * import { handle } from 'hono/aws-lambda';
+ * import { awaitBackgroundWork, lambdaScheduledHandler } from 'outbox-relay/aws-lambda';
+ *
+ * export const http = handle(awaitBackgroundWork(app));     // kicks finish before returning
+ * export const drain = lambdaScheduledHandler(() => ({
+ *   store: outbox.store(neonHttpExecutor(neon(process.env.DATABASE_URL!))),
+ *   senders: { email: sesSender(sesConfigFromEnv(process.env)) },
+ * }));
  */
 import { type ExecutionContext, Hono } from 'hono';
 import {
-  type APIGatewayProxyResult,
-  handle,
-  type LambdaContext,
-  type LambdaEvent,
-} from 'hono/aws-lambda';
-import type { DrainReport } from '../core/drain.js';
-import { type PurgeReport, purgeOnce } from '../core/purge.js';
-import { nodeHostResolver } from '../senders/webhook/node-host-resolver.js';
-import { MIN_DRAIN_BUDGET_MS } from './drainer.js';
-import {
-  logFailure,
-  logReport,
-  misconfiguredResponse,
-  type ReferenceService,
-  referenceApp,
-  referenceServiceFromEnv,
-  scheduledDrain,
-  serviceRouter,
-  warnSkippedKinds,
-} from './reference-deps.js';
+  type DrainerOptions,
+  MIN_DRAIN_BUDGET_MS,
+  runScheduledDrain,
+  type ScheduledRunResult,
+} from './drainer.js';
+import { logFailure, logReport } from './json-log.js';
 
-/** The part of Lambda's context object this module reads. */
+/** The part of Lambda's context object the kit reads. */
 export interface LambdaContextLike {
   getRemainingTimeInMillis(): number;
   awsRequestId?: string;
@@ -48,127 +37,128 @@ export interface LambdaContextLike {
 export interface ScheduledEventLike {
   /** ISO time the schedule fired, e.g. `2025-11-30T07:30:00Z`. */
   time?: string;
+  id?: string;
   'detail-type'?: string;
   source?: string;
-}
-
-export interface ScheduledResult {
-  drain: DrainReport;
-  purge?: PurgeReport;
 }
 
 /**
  * Time kept back from the invocation's remaining time: the drain stops claiming and sending
  * early enough to settle, log and return before Lambda's timeout kills it mid-write.
  */
-export const SAFETY_MARGIN_MS = 2_000;
+export const DEFAULT_SAFETY_MARGIN_MS = 2_000;
 
 /** Time set aside after the drain for the hourly purge: a few bounded DELETEs. */
-export const PURGE_RESERVE_MS = 5_000;
+export const DEFAULT_PURGE_RESERVE_MS = 5_000;
 
 /**
  * The purge runs in the invocation scheduled at this minute of every hour (UTC), after its
  * drain: hourly keeps up with any realistic volume (each run deletes up to 10,000 rows).
  */
-export const PURGE_MINUTE = 30;
+export const DEFAULT_PURGE_MINUTE = 30;
 
-let service: ReferenceService | undefined;
-let http: ReturnType<typeof handle> | undefined;
-
-/** Built at the first invocation, from `process.env`; a failed build is tried again next time. */
-function warmService(): ReferenceService {
-  service ??= referenceServiceFromEnv(process.env, {
-    resolveHost: nodeHostResolver,
-    logFields: { runtime: 'aws-lambda' },
-  });
-  return service;
+export interface LambdaScheduledOptions {
+  /** Default {@link DEFAULT_SAFETY_MARGIN_MS}. */
+  safetyMarginMs?: number;
+  /** Minute of the hour whose invocation also purges; `false` for never. Default 30. */
+  purgeMinute?: number | false;
+  /** Default {@link DEFAULT_PURGE_RESERVE_MS}. */
+  purgeReserveMs?: number;
+  /** Fields on the run's JSON log line. */
+  logFields?: Record<string, unknown>;
 }
 
 /**
- * The app behind API Gateway. The after-commit kick finishes before the handler returns: a
- * Lambda sandbox is frozen as soon as the handler returns, so a kick left running would stop
- * mid-send and hold its rows until their lease ran out. The response waits for it (bounded by
- * the kick's 5 s budget, usually one provider round trip); `OUTBOX_KICK=off` leaves delivery
- * to the schedule instead.
+ * A handler for an EventBridge schedule: one bounded drain whose deadline is the invocation's
+ * own remaining time less a safety margin (so the function's timeout is the only knob), then,
+ * at {@link DEFAULT_PURGE_MINUTE}, a purge. Logs one JSON line per run and returns the reports.
+ *
+ * `setup` runs at the first invocation and its result is reused while the sandbox stays warm
+ * (build executors and SDK clients there, not connections); a failed setup is tried again at
+ * the next invocation. Overlapping or repeated invocations (EventBridge delivers at least
+ * once) are safe: each claims different rows.
  */
-function httpApp(): Hono {
-  const built = warmService();
-  const app = referenceApp(built);
-  return serviceRouter(built, async (request, c) => {
-    const kicks: Promise<unknown>[] = [];
+export function lambdaScheduledHandler(
+  setup: () => DrainerOptions | Promise<DrainerOptions>,
+  options: LambdaScheduledOptions = {},
+): (event: ScheduledEventLike, context: LambdaContextLike) => Promise<ScheduledRunResult> {
+  const safetyMarginMs = options.safetyMarginMs ?? DEFAULT_SAFETY_MARGIN_MS;
+  const purgeMinute = options.purgeMinute ?? DEFAULT_PURGE_MINUTE;
+  const purgeReserveMs = options.purgeReserveMs ?? DEFAULT_PURGE_RESERVE_MS;
+  let warm: Promise<DrainerOptions> | undefined;
+  return async (event, context) => {
+    const fields = {
+      runtime: 'aws-lambda',
+      ...options.logFields,
+      scheduledAt: event.time,
+      requestId: context.awsRequestId,
+    };
+    try {
+      warm ??= Promise.resolve(setup());
+      const built = await warm.catch((error: unknown) => {
+        warm = undefined;
+        throw error;
+      });
+      const purgeDue = purgeMinute !== false && minuteOf(event.time) === purgeMinute;
+      const reserveMs = safetyMarginMs + (purgeDue ? purgeReserveMs : 0);
+      const timeLeftMs = () => context.getRemainingTimeInMillis() - reserveMs;
+      const result = await runScheduledDrain(built, {
+        // Sizes the send timeout and round-trip reserve; the deadline itself is `timeLeftMs`.
+        budgetMs: Math.max(timeLeftMs(), MIN_DRAIN_BUDGET_MS),
+        timeLeftMs,
+        purge: purgeDue ? 'after' : undefined,
+      });
+      if (result.drain) logReport('outbox drain', result.drain, fields);
+      if (result.purge) logReport('outbox purge', result.purge, fields);
+      return result;
+    } catch (error) {
+      // A failed invocation shows in the function's error metric; unsettled rows keep their
+      // lease and the next invocation takes them.
+      logFailure('scheduled run failed', error, fields);
+      throw error;
+    }
+  };
+}
+
+function minuteOf(time: string | undefined): number | undefined {
+  if (time === undefined) return undefined;
+  const at = new Date(time);
+  return Number.isNaN(at.getTime()) ? undefined : at.getUTCMinutes();
+}
+
+/**
+ * Wraps an app so that work it hands to `c.executionCtx.waitUntil` (the after-commit kick)
+ * finishes before the response is returned. Lambda freezes the sandbox as soon as the handler
+ * returns, so a kick left running would stop mid-send and hold its rows until their lease ran
+ * out. The response waits for it (bounded by the kick's budget, usually one provider round trip).
+ *
+ * @example
+ * export const handler = handle(awaitBackgroundWork(app));
+ */
+export function awaitBackgroundWork(app: {
+  fetch: (request: Request, env?: unknown, ctx?: ExecutionContext) => Response | Promise<Response>;
+}): Hono {
+  const wrapper = new Hono();
+  wrapper.all('*', async (c) => {
+    const pending: Promise<unknown>[] = [];
     const executionCtx: ExecutionContext = {
       waitUntil: (promise) => {
-        kicks.push(promise);
+        pending.push(promise);
       },
       passThroughOnException: () => {},
       props: {},
     };
-    const response = await app.fetch(request, c.env, executionCtx);
-    await Promise.allSettled(kicks);
-    return response;
-  });
-}
-
-export async function httpHandler(
-  event: LambdaEvent,
-  context?: LambdaContext,
-): Promise<APIGatewayProxyResult> {
-  if (http === undefined) {
-    let app: Hono;
     try {
-      app = httpApp();
-    } catch (error) {
-      // Answer in API Gateway's shape, like any other response.
-      const misconfigured = new Hono();
-      misconfigured.all('*', () => misconfiguredResponse(error, { runtime: 'aws-lambda' }));
-      return handle(misconfigured)(event);
+      return await app.fetch(c.req.raw, c.env, executionCtx);
+    } finally {
+      // A kick may start more work; wait until none is left.
+      for (let done = 0; done < pending.length; done = pending.length) {
+        await Promise.allSettled(pending.slice(done));
+      }
     }
-    http = handle(app);
-  }
-  return http(event, context);
+  });
+  return wrapper;
 }
 
-/**
- * One bounded drain, then (at minute {@link PURGE_MINUTE}) a purge. The deadline is read from
- * the invocation itself, so the function's timeout in serverless.yml is the only knob: the
- * drain stops starting sends once one more would not finish and settle before
- * `remaining - SAFETY_MARGIN_MS`. Overlapping invocations are safe: each claims different rows.
- */
-export async function scheduledHandler(
-  event: ScheduledEventLike,
-  context: LambdaContextLike,
-): Promise<ScheduledResult> {
-  const fields = {
-    runtime: 'aws-lambda',
-    scheduledAt: event.time,
-    requestId: context.awsRequestId,
-  };
-  try {
-    const built = warmService();
-    warnSkippedKinds(built);
-    const purgeDue = isPurgeMinute(event.time);
-    const reserveMs = SAFETY_MARGIN_MS + (purgeDue ? PURGE_RESERVE_MS : 0);
-    const timeLeftMs = () => context.getRemainingTimeInMillis() - reserveMs;
-    const drain = await scheduledDrain(built, {
-      // Sizes the send timeout and round-trip reserve; the deadline itself is `timeLeftMs`.
-      budgetMs: Math.max(timeLeftMs(), MIN_DRAIN_BUDGET_MS),
-      timeLeftMs,
-    });
-    logReport('outbox drain', drain, fields);
-    if (!purgeDue) return { drain };
-    const purge = await purgeOnce({ store: built.store });
-    logReport('outbox purge', purge, fields);
-    return { drain, purge };
-  } catch (error) {
-    // A failed invocation shows in the function's error metric; unsettled rows keep their lease
-    // and the next invocation takes them.
-    logFailure('scheduled run failed', error, fields);
-    throw error;
-  }
-}
-
-function isPurgeMinute(time: string | undefined): boolean {
-  if (time === undefined) return false;
-  const at = new Date(time);
-  return !Number.isNaN(at.getTime()) && at.getUTCMinutes() === PURGE_MINUTE;
-}
+/** The webhook sender's DNS check on Lambda (Node): pass as `resolveHost`. */
+export { nodeHostResolver } from '../senders/webhook/node-host-resolver.js';

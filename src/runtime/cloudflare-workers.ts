@@ -1,36 +1,32 @@
 /**
- * Cloudflare Workers entry point (`main` in wrangler.toml): the reference service on `fetch`,
- * the outbox drain and purge on Cron Triggers. docs/deploy.md walks through deploying it.
+ * Cloudflare Workers kit: the `scheduled` handler a Worker exports to drain (and purge) its
+ * outbox on Cron Triggers. Import from `outbox-relay/cloudflare-workers`.
  *
- * Everything is built per invocation from `env` over Neon's HTTP driver (see
- * `reference-deps.ts` for why HTTP): a Worker cannot carry a connection from one request to
- * the next, and with HTTP there is none to close, before or after the response and its kick.
- * Workers-only rules: webhook hosts are not resolved (`resolveHost: false`: there is no
- * resolver, and Cloudflare's egress cannot reach private ranges), and every drain is bounded
- * by the invocation's subrequest limit.
+ * Build the store over Neon's HTTP driver (`neonHttpExecutor(neon(env.DATABASE_URL))`): it
+ * holds no connection, so nothing needs closing when the invocation ends, and one statement is
+ * one subrequest, which is what the drain counts against its subrequest budget.
+ *
+ * @example
+ * import { neon } from '@neondatabase/serverless';
+ * import { createOutbox, neonHttpExecutor, sesSender, sesConfigFromEnv } from 'outbox-relay';
+ * import { WORKERS_FREE_SUBREQUESTS, workersScheduledHandler } from 'outbox-relay/cloudflare-workers';
+ *
+ * const outbox = createOutbox();
+ * export default {
+ *   fetch: app.fetch,
+ *   scheduled: workersScheduledHandler((env: Env) => ({
+ *     store: outbox.store(neonHttpExecutor(neon(env.DATABASE_URL))),
+ *     senders: { email: sesSender(sesConfigFromEnv(env)) },
+ *   }), { subrequestBudget: WORKERS_FREE_SUBREQUESTS }),
+ * };
  */
 import type { ExecutionContext } from 'hono';
-import type { QueryResult, SqlExecutor } from '../core/ports.js';
-import { purgeOnce } from '../core/purge.js';
-import {
-  integerFromEnv,
-  logFailure,
-  logReport,
-  misconfiguredResponse,
-  type ReferenceService,
-  readEnv,
-  referenceApp,
-  referenceServiceFromEnv,
-  type ServiceEnv,
-  scheduledDrain,
-  serviceRouter,
-  warnSkippedKinds,
-} from './reference-deps.js';
+import { ConfigurationError } from '../core/errors.js';
+import type { DrainerOptions } from './drainer.js';
+import { runScheduledDrain } from './drainer.js';
+import { logFailure, logReport } from './json-log.js';
 
-/**
- * What the Workers runtime passes as `ctx`: Hono's structural copy of it, since
- * `@cloudflare/workers-types` is not a dependency.
- */
+/** What the Workers runtime passes as `ctx`: Hono's structural copy of it. */
 export type WorkerExecutionContext = ExecutionContext;
 
 /** What a Cron Trigger invocation receives as `controller`. */
@@ -41,133 +37,88 @@ export interface WorkerScheduledController {
 }
 
 /**
- * Subrequests (fetches, including each Neon HTTP query and each send) one invocation may make
- * when `OUTBOX_SUBREQUEST_BUDGET` is unset: 1000, the Workers Paid limit per invocation. On the
- * Free plan the limit is 50: set `OUTBOX_SUBREQUEST_BUDGET = "50"`.
+ * Subrequests (fetches, including each Neon HTTP query and each send) per invocation on the
+ * Workers Free plan. A drain over this fails at the 51st, possibly its settle.
  */
-const DEFAULT_SUBREQUEST_BUDGET = 1000;
+export const WORKERS_FREE_SUBREQUESTS = 50;
 
 /**
- * Subrequests kept back for the request itself before its kick may spend the rest: an order is
- * an idempotency read, a user read, a subscriber read, the write, and the idempotency record.
+ * Subrequests per invocation on Workers Paid, by default (`limits.subrequests` in
+ * wrangler.toml can lower or raise it).
  */
-const REQUEST_SUBREQUEST_RESERVE = 10;
+export const WORKERS_PAID_SUBREQUESTS = 10_000;
 
 /**
- * Subrequests kept back for reading webhook endpoint secrets, which `drainOnce` does not count:
- * one per distinct endpoint per invocation (see `lookupsOncePerInvocation`).
+ * 45 s per scheduled drain: three quarters of a one-minute cron interval, so invocations rarely
+ * overlap (harmless when they do: the claim sees to that), and far inside the 15-minute
+ * wall-clock limit of a Cron Trigger invocation.
  */
-const SECRET_LOOKUP_RESERVE = 10;
-
-/** A smaller budget leaves a drain nothing to spend: one claim, one send, one settle. */
-const MIN_SUBREQUEST_BUDGET = REQUEST_SUBREQUEST_RESERVE + SECRET_LOOKUP_RESERVE + 3;
-
-/**
- * 45 s per scheduled drain: three quarters of the one-minute cron interval, so invocations
- * rarely overlap (harmless when they do: the claim sees to that), and far inside the 15-minute
- * wall-clock limit of a Cron Trigger invocation. `OUTBOX_DRAIN_BUDGET_MS` overrides it.
- */
-const DEFAULT_DRAIN_BUDGET_MS = 45_000;
+export const DEFAULT_WORKERS_DRAIN_BUDGET_MS = 45_000;
 
 /**
  * The cron that purges instead of draining, in its own invocation with its own subrequests:
- * minute 30 of every hour. Must match a cron in wrangler.toml character for character;
- * `OUTBOX_PURGE_CRON` overrides it.
+ * minute 30 of every hour. It must match a cron in wrangler.toml character for character.
  */
-const DEFAULT_PURGE_CRON = '30 * * * *';
+export const DEFAULT_PURGE_CRON = '30 * * * *';
 
-function buildService(env: ServiceEnv, invocation: string): ReferenceService {
-  return referenceServiceFromEnv(env, {
-    resolveHost: false,
-    secretsDb: lookupsOncePerInvocation,
-    logFields: { runtime: 'cloudflare-workers', invocation },
-  });
-}
-
-function subrequestBudget(env: ServiceEnv): number {
-  return integerFromEnv(
-    env,
-    'OUTBOX_SUBREQUEST_BUDGET',
-    DEFAULT_SUBREQUEST_BUDGET,
-    MIN_SUBREQUEST_BUDGET,
-  );
-}
-
-async function fetch(
-  request: Request,
-  env: ServiceEnv,
-  ctx: WorkerExecutionContext,
-): Promise<Response> {
-  let service: ReferenceService;
-  let budget: number;
-  try {
-    service = buildService(env, 'fetch');
-    budget = subrequestBudget(env);
-  } catch (error) {
-    return misconfiguredResponse(error, { runtime: 'cloudflare-workers' });
-  }
-  const app = referenceApp(service, {
-    subrequestBudget: budget - REQUEST_SUBREQUEST_RESERVE - SECRET_LOOKUP_RESERVE,
-  });
-  // The kick runs after the response inside ctx.waitUntil (the app does that), within the same
-  // invocation and so the same subrequest limit; there is no connection to close afterwards.
-  const router = serviceRouter(service, (forwarded, c) =>
-    Promise.resolve(app.fetch(forwarded, c.env, ctx)),
-  );
-  return router.fetch(request, env, ctx);
-}
-
-async function scheduled(
-  controller: WorkerScheduledController,
-  env: ServiceEnv,
-  _ctx: WorkerExecutionContext,
-): Promise<void> {
-  const fields = { runtime: 'cloudflare-workers', cron: controller.cron };
-  try {
-    const service = buildService(env, 'scheduled');
-    const purgeCron = readEnv(env, 'OUTBOX_PURGE_CRON') ?? DEFAULT_PURGE_CRON;
-    if (controller.cron === purgeCron) {
-      logReport('outbox purge', await purgeOnce({ store: service.store }), fields);
-      return;
-    }
-    warnSkippedKinds(service);
-    // Awaited rather than handed to waitUntil: the invocation lasts as long as this promise.
-    const report = await scheduledDrain(service, {
-      budgetMs: integerFromEnv(env, 'OUTBOX_DRAIN_BUDGET_MS', DEFAULT_DRAIN_BUDGET_MS, 1_000),
-      subrequestBudget: subrequestBudget(env) - SECRET_LOOKUP_RESERVE,
-    });
-    logReport('outbox drain', report, fields);
-  } catch (error) {
-    // Failing the invocation shows it in the Cron Events log; unsettled rows keep their lease
-    // and the next invocation takes them.
-    logFailure('scheduled run failed', error, fields);
-    throw error;
-  }
+export interface WorkersScheduledOptions {
+  /**
+   * Subrequests this invocation may spend: your plan's limit. Required, because the plans
+   * differ 200-fold and guessing high fails mid-drain: {@link WORKERS_FREE_SUBREQUESTS} or
+   * {@link WORKERS_PAID_SUBREQUESTS} (or your `limits.subrequests`).
+   */
+  subrequestBudget: number;
+  /** Time each scheduled drain may take. Default {@link DEFAULT_WORKERS_DRAIN_BUDGET_MS}. */
+  drainBudgetMs?: number;
+  /** The cron that purges; `false` for none. Default {@link DEFAULT_PURGE_CRON}. */
+  purgeCron?: string | false;
+  /** Fields on the run's JSON log line. */
+  logFields?: Record<string, unknown>;
 }
 
 /**
- * An executor for the webhook endpoint-secret lookup that reads each endpoint once per
- * invocation: over Neon HTTP every read is a subrequest `drainOnce` does not count, so a batch
- * of webhooks to one endpoint costs one read, not one per message. Workers build the service per
- * invocation, so a disabled endpoint is seen by the next one.
+ * A Worker's `scheduled` handler: on the purge cron one `purgeOnce`, on any other cron one
+ * bounded drain, logged as one JSON line. `setup` is called per invocation with the Worker's
+ * `env` (cheap: build executors, not connections). A failed run throws, which marks the
+ * invocation failed in the Cron Events log; rows it held keep their lease and the next
+ * invocation takes them.
  */
-function lookupsOncePerInvocation(db: SqlExecutor): SqlExecutor {
-  const results = new Map<string, Promise<QueryResult<unknown>>>();
-  return {
-    query<Row>(text: string, params: unknown[] = []): Promise<QueryResult<Row>> {
-      const key = JSON.stringify([text, params]);
-      let result = results.get(key);
-      if (result === undefined) {
-        result = db.query<unknown>(text, params);
-        results.set(key, result);
-        // A failed read is not remembered: the next message tries again.
-        result.catch(() => results.delete(key));
-      }
-      return result as Promise<QueryResult<Row>>;
-    },
+export function workersScheduledHandler<Env>(
+  setup: (env: Env, ctx: WorkerExecutionContext) => DrainerOptions | Promise<DrainerOptions>,
+  options: WorkersScheduledOptions | ((env: Env) => WorkersScheduledOptions),
+): (controller: WorkerScheduledController, env: Env, ctx: WorkerExecutionContext) => Promise<void> {
+  return async (controller, env, ctx) => {
+    const fields: Record<string, unknown> = {
+      runtime: 'cloudflare-workers',
+      cron: controller.cron,
+    };
+    try {
+      const settings = typeof options === 'function' ? options(env) : options;
+      Object.assign(fields, settings.logFields);
+      checkSubrequestBudget(settings.subrequestBudget);
+      const purgeCron = settings.purgeCron ?? DEFAULT_PURGE_CRON;
+      // Awaited rather than handed to waitUntil: the invocation lasts as long as this promise.
+      const result = await runScheduledDrain(await setup(env, ctx), {
+        budgetMs: settings.drainBudgetMs ?? DEFAULT_WORKERS_DRAIN_BUDGET_MS,
+        subrequestBudget: settings.subrequestBudget,
+        purge: purgeCron !== false && controller.cron === purgeCron ? 'instead' : undefined,
+      });
+      if (result.drain) logReport('outbox drain', result.drain, fields);
+      if (result.purge) logReport('outbox purge', result.purge, fields);
+    } catch (error) {
+      logFailure('scheduled run failed', error, fields);
+      throw error;
+    }
   };
 }
 
-// The only value export: workerd treats every named export of the entry module as an entrypoint,
-// so the settings above stay module-private.
-export default { fetch, scheduled };
+/** Three: a claim, a send and a settle. Anything less cannot deliver one message. */
+const MIN_SUBREQUEST_BUDGET = 3;
+
+function checkSubrequestBudget(budget: number): void {
+  if (!Number.isInteger(budget) || budget < MIN_SUBREQUEST_BUDGET) {
+    throw new ConfigurationError(
+      `subrequestBudget must be a whole number of at least ${MIN_SUBREQUEST_BUDGET} (Workers Free: 50, Paid: 10000), got ${budget}`,
+    );
+  }
+}

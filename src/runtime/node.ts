@@ -8,7 +8,7 @@ import type { DrainReport } from '../core/drain.js';
 import { describeError } from '../core/errors.js';
 import type { Logger } from '../core/ports.js';
 import { type PurgeReport, type PurgeStore, purgeOnce } from '../core/purge.js';
-import type { Drainer } from '../http/app-deps.js';
+import type { Drainer } from './drainer.js';
 
 export interface ServedApp {
   url: string;
@@ -118,3 +118,6 @@ export function startDrainSchedule(options: DrainScheduleOptions): DrainSchedule
     },
   };
 }
+
+/** The webhook sender's DNS check on Node: pass as `resolveHost`. */
+export { nodeHostResolver } from '../senders/webhook/node-host-resolver.js';

@@ -8,6 +8,7 @@ import { limitSender } from '../senders/rate-limit.js';
 import { sesConfigFromEnv, sesSender } from '../senders/ses/ses-sender.js';
 import type { HostResolver } from '../senders/webhook/destination-policy.js';
 import { webhookSender } from '../senders/webhook/webhook-sender.js';
+import { type EnvLike, readEnv } from './env.js';
 
 /**
  * Environment variables read here:
@@ -22,7 +23,6 @@ import { webhookSender } from '../senders/webhook/webhook-sender.js';
  * | `OUTBOX_ENV` | `production` (default: https only, no internal addresses) or `development` |
  * | `OUTBOX_WEBHOOK_ALLOW_HOSTS` | comma-separated `host` or `host:port` exempt from the address rules |
  */
-export type OutboxEnv = Readonly<Record<string, unknown>>;
 
 /**
  * Finds the signing secret of a webhook endpoint named by a payload's `endpointId`, in your own
@@ -50,11 +50,8 @@ export interface SendersFromEnv {
   skipped: { kind: string; reason: string }[];
 }
 
-export function sendersFromEnv(env: OutboxEnv, options: SendersFromEnvOptions): SendersFromEnv {
-  const read = (name: string): string | undefined => {
-    const value = env[name];
-    return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
-  };
+export function sendersFromEnv(env: EnvLike, options: SendersFromEnvOptions): SendersFromEnv {
+  const read = (name: string) => readEnv(env, name);
   const senders: Record<string, SenderRegistry[string]> = {};
   const skipped: SendersFromEnv['skipped'] = [];
 

@@ -1,11 +1,11 @@
 /** The dashboard's routes through `app.request`: sign-in, headers, escaping, the buttons. */
 import { describe, expect, it } from 'vitest';
+import { createApp } from '../../examples/reference-service/app.js';
 import { drainOnce } from '../../src/core/drain.js';
 import { PermanentDeliveryError } from '../../src/core/errors.js';
 import type { JsonValue } from '../../src/core/message.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { csrfToken } from '../../src/http/admin-auth.js';
-import { createApp } from '../../src/http/app.js';
 import {
   DASHBOARD_CSP,
   escapeHtml,

@@ -4,7 +4,6 @@ import { isOutboxError } from '../../core/errors.js';
 import type { Logger } from '../../core/ports.js';
 import { isRetryableDatabaseError } from '../../drivers/postgres-errors.js';
 import { budgetedTimeouts } from '../../runtime/drainer.js';
-import { endpointSecretLookup } from '../../runtime/endpoint-secrets.js';
 import { sendersFromEnv } from '../../runtime/senders-from-env.js';
 import { nodeHostResolver } from '../../senders/webhook/node-host-resolver.js';
 import { decodeWebhookSecret } from '../../senders/webhook/webhook-signature.js';
@@ -28,12 +27,9 @@ type Totals = Record<(typeof TOTALLED)[number], number>;
  */
 export async function runDrain(args: DrainArguments, io: CliIo): Promise<ExitCode> {
   const outbox = outboxFromEnv(io.env);
-  return withDatabase(io, outbox, async ({ db, store }) => {
+  return withDatabase(io, outbox, async ({ store }) => {
     const logger = cliLogger(io);
-    const { senders, skipped } = sendersFromEnv(io.env, {
-      endpointSecret: endpointSecretLookup(db),
-      resolveHost: nodeHostResolver,
-    });
+    const { senders, skipped } = sendersFromEnv(io.env, { resolveHost: nodeHostResolver });
     for (const { kind, reason } of skipped) writeNote(io, `not draining ${kind}: ${reason}`);
     checkWebhookSecret(io);
     const options: DrainOptions = {

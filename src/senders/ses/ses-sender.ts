@@ -134,7 +134,7 @@ function acceptedBySes(error: unknown): boolean {
  *
  * | Variable | Setting |
  * | --- | --- |
- * | `AWS_REGION` (or `AWS_DEFAULT_REGION`) | `region` (required) |
+ * | `OUTBOX_SES_REGION` (else `AWS_REGION`, `AWS_DEFAULT_REGION`) | `region` (required; on Lambda `AWS_REGION` is the function's region) |
  * | `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` | `credentials` (required) |
  * | `AWS_SESSION_TOKEN` | `credentials.sessionToken` |
  * | `AWS_ENDPOINT_URL_SES` (or `AWS_ENDPOINT_URL`) | `endpoint` |
@@ -146,16 +146,29 @@ function acceptedBySes(error: unknown): boolean {
  * @example
  * export default { async scheduled(_event, env) { const email = sesSender(sesConfigFromEnv(env)); } };
  */
+/** `us-east-1`, `ap-southeast-2`, `us-gov-west-1`: what SES endpoints are named after. */
+const AWS_REGION_PATTERN = /^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$/;
+
 export function sesConfigFromEnv(env: Readonly<Record<string, unknown>>): SesSenderConfig {
   const read = (name: string): string | undefined => {
     const value = env[name];
     return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
   };
-  const region = read('AWS_REGION') ?? read('AWS_DEFAULT_REGION');
+  // Lambda reserves AWS_REGION for the function's own region, which need not be where SES is
+  // set up: OUTBOX_SES_REGION says where to send, and falls back to the runtime's region.
+  const regionVariable = ['OUTBOX_SES_REGION', 'AWS_REGION', 'AWS_DEFAULT_REGION'].find(
+    (name) => read(name) !== undefined,
+  );
+  const region = regionVariable === undefined ? undefined : read(regionVariable);
+  if (regionVariable !== undefined && !AWS_REGION_PATTERN.test(region!)) {
+    throw new ConfigurationError(
+      `SES sender: ${regionVariable} must be an AWS region such as us-east-1, got ${JSON.stringify(region)}`,
+    );
+  }
   const accessKeyId = read('AWS_ACCESS_KEY_ID');
   const secretAccessKey = read('AWS_SECRET_ACCESS_KEY');
   const missing = [
-    region === undefined ? 'AWS_REGION' : undefined,
+    region === undefined ? 'OUTBOX_SES_REGION (or AWS_REGION)' : undefined,
     accessKeyId === undefined ? 'AWS_ACCESS_KEY_ID' : undefined,
     secretAccessKey === undefined ? 'AWS_SECRET_ACCESS_KEY' : undefined,
   ].filter((name) => name !== undefined);

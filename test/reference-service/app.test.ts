@@ -1,10 +1,10 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../examples/reference-service/app.js';
+import type { AppDeps } from '../../examples/reference-service/app-deps.js';
+import { migrations as appMigrations } from '../../examples/reference-service/migrations.generated.js';
 import { PermanentDeliveryError } from '../../src/core/errors.js';
 import type { BatchSqlExecutor, Statement } from '../../src/core/ports.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
-import { createApp } from '../../src/http/app.js';
-import type { AppDeps } from '../../src/http/app-deps.js';
-import { migrations as appMigrations } from '../../src/http/migrations.generated.js';
 import { createOutbox } from '../../src/outbox.js';
 import { createDrainer } from '../../src/runtime/drainer.js';
 import { migrate } from '../../src/store/migrate.js';

@@ -1,6 +1,11 @@
-import type { QueryResult, SqlExecutor, Statement } from '../core/ports.js';
-import { UNIQUE_VIOLATION, violates } from '../drivers/postgres-errors.js';
-import { quoteSchema } from '../store/schema-name.js';
+import {
+  type QueryResult,
+  quoteSchema,
+  type SqlExecutor,
+  type Statement,
+  UNIQUE_VIOLATION,
+  violates,
+} from 'outbox-relay';
 
 /**
  * 24 hours: long enough to cover a client's retries across an outage, as payment APIs do;

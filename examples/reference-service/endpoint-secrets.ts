@@ -1,5 +1,4 @@
-import type { SqlExecutor } from '../core/ports.js';
-import { quoteSchema } from '../store/schema-name.js';
+import { quoteSchema, type SqlExecutor } from 'outbox-relay';
 
 /** The reference service's tables live here unless configured otherwise. */
 export const DEFAULT_APP_SCHEMA = 'app';

@@ -63,7 +63,7 @@ function processesInWorkspace(): string[] {
 
 it('npm start runs the whole stack: a signup reaches the inbox, and Ctrl-C stops everything', async () => {
   cleanCopy();
-  child = spawn(process.execPath, ['--import', 'tsx', 'src/dev/start.ts'], {
+  child = spawn(process.execPath, ['--import', 'tsx', 'examples/reference-service/start.ts'], {
     cwd: copy,
     env: {
       ...process.env,

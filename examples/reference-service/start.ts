@@ -1,30 +1,28 @@
 /**
  * `npm start`: the whole system locally, on embedded defaults, with no other setup.
  *
- * PostgreSQL (embedded, data kept between runs; DATABASE_URL uses another server instead),
- * migrations, the local Neon proxy, a local SES endpoint with a web inbox, the reference service
- * on Node with the after-commit kick, and a drain schedule that behaves like the serverless one.
- * Ctrl-C lets the running drain settle, stops every server and PostgreSQL, and exits 0; a
- * second Ctrl-C forces.
+ * PostgreSQL (embedded, data kept between runs; DATABASE_URL uses another server instead), the
+ * local Neon stand-in, a local SES endpoint with a web inbox, the reference service on Node over
+ * Neon's HTTP driver (the path every deployment takes) with the after-commit kick, and a drain
+ * schedule that behaves like the serverless one. Ctrl-C lets the running drain settle, stops
+ * every server and PostgreSQL, and exits 0; a second Ctrl-C forces.
+ *
+ *   npm start                  # everything
+ *   npm start -- --no-drain    # no Node drain: let `wrangler dev --test-scheduled` cron deliver
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
-import type { Logger } from '../core/ports.js';
-import { pgExecutor } from '../drivers/node-pg.js';
-import { createApp } from '../http/app.js';
-import { migrations as appMigrations } from '../http/migrations.generated.js';
-import { createOutbox } from '../outbox.js';
-import { createDrainer } from '../runtime/drainer.js';
-import { endpointSecretLookup } from '../runtime/endpoint-secrets.js';
-import { serveApp, startDrainSchedule } from '../runtime/node.js';
-import { sendersFromEnv } from '../runtime/senders-from-env.js';
-import { nodeHostResolver } from '../senders/webhook/node-host-resolver.js';
-import { migrate } from '../store/migrate.js';
-import { startEmbeddedPostgres } from './embedded-postgres.js';
-import { localSesEnv, startLocalSes } from './local-ses.js';
-import { startNeonProxy } from './neon-proxy.js';
+import { parseArgs } from 'node:util';
+import { createDrainer, describeError, postgresUrlFromEnv } from 'outbox-relay';
+import {
+  localSesEnv,
+  startEmbeddedPostgres,
+  startLocalSes,
+  startNeonProxy,
+} from 'outbox-relay/dev';
+import { nodeHostResolver, serveApp, startDrainSchedule } from 'outbox-relay/node';
+import { migrateReferenceService, referenceApp, referenceServiceFromEnv } from './service.js';
 
 /** Fixed default ports, so printed URLs stay the same from one run to the next. */
 const DEFAULT_APP_PORT = 3000;
@@ -34,6 +32,8 @@ const DEFAULT_SES_PORT = 8005;
 
 /** Drain every 3 s locally: a message sent by the schedule alone still arrives "at once". */
 const DEFAULT_DRAIN_INTERVAL_MS = 3_000;
+
+const USAGE = 'usage: npm start [-- --no-drain]';
 
 const env = process.env;
 const portFrom = (name: string, fallback: number) => {
@@ -46,14 +46,26 @@ const portFrom = (name: string, fallback: number) => {
   return port;
 };
 
-const consoleLogger: Logger = {
-  debug() {},
-  info() {},
-  warn: (message, fields) => console.warn(`warn: ${message}`, fields ?? ''),
-  error: (message, fields) => console.error(`error: ${message}`, fields ?? ''),
-};
+function parseFlags(): { drain: boolean } {
+  try {
+    const { values } = parseArgs({
+      args: process.argv.slice(2),
+      options: { 'no-drain': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    });
+    if (values.help) {
+      console.log(USAGE);
+      process.exit(0);
+    }
+    return { drain: !values['no-drain'] };
+  } catch (error) {
+    console.error(`${error instanceof Error ? error.message : error}\n${USAGE}`);
+    process.exit(2);
+  }
+}
 
 async function main(): Promise<void> {
+  const flags = parseFlags();
   const stack: { name: string; stop: () => Promise<void> }[] = [];
   let stopping = false;
   const stop = async (code: number) => {
@@ -76,7 +88,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop(0));
 
   try {
-    let databaseUrl = env.DATABASE_URL;
+    let databaseUrl = env.DATABASE_URL ? postgresUrlFromEnv(env) : undefined;
     if (!databaseUrl) {
       const dataDir = devDataDir();
       console.log(`starting PostgreSQL (data in ${dataDir})...`);
@@ -89,17 +101,6 @@ async function main(): Promise<void> {
       databaseUrl = server.url;
       console.log(`PostgreSQL ${server.version} is up`);
     }
-    const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
-    // An idle connection dropped by the server is discarded by the pool; it is no reason to crash.
-    pool.on('error', (error) =>
-      consoleLogger.warn('idle database connection lost', { error: error.message }),
-    );
-    stack.push({ name: 'database pool', stop: () => pool.end() });
-    const db = pgExecutor(pool);
-    const outbox = createOutbox();
-    await outbox.migrate(db);
-    await migrate(db, { schema: 'app', migrations: appMigrations });
-    console.log('migrations applied');
 
     const { hostname, port } = new URL(databaseUrl);
     const proxy = await startNeonProxy({
@@ -111,44 +112,55 @@ async function main(): Promise<void> {
     const ses = await startLocalSes({ port: portFrom('OUTBOX_SES_PORT', DEFAULT_SES_PORT) });
     stack.push({ name: 'local SES', stop: () => ses.close() });
 
-    // Local mode only: webhooks may go to loopback receivers, over plain http.
-    const senderEnv = {
+    const adminToken = env.ADMIN_TOKEN || randomBytes(18).toString('base64url');
+    // The deployed service's settings, pointed at the local stack: Neon's HTTP driver through
+    // the stand-in, SES at the local endpoint, webhooks allowed to loopback receivers over http.
+    const serviceEnv = {
       ...localSesEnv(ses),
       OUTBOX_EMAIL_FROM: 'outbox-relay <no-reply@outbox-relay.localhost>',
       OUTBOX_ENV: 'development',
       OUTBOX_WEBHOOK_ALLOW_HOSTS: '127.0.0.1,localhost,[::1]',
       ...env,
+      DATABASE_URL: databaseUrl,
+      NEON_LOCAL_PROXY: `127.0.0.1:${proxy.port}`,
+      ADMIN_TOKEN: adminToken,
     };
-    const { senders, skipped } = sendersFromEnv(senderEnv, {
-      endpointSecret: endpointSecretLookup(db),
+    const service = referenceServiceFromEnv(serviceEnv, {
       resolveHost: nodeHostResolver,
+      logFields: { runtime: 'node' },
     });
-    for (const { kind, reason } of skipped) console.warn(`warn: no ${kind} sender: ${reason}`);
-    const store = outbox.store(db);
-    const drain = createDrainer({ store, senders, defaults: { logger: consoleLogger } });
+    await migrateReferenceService(service);
+    console.log('migrations applied (over Neon HTTP through the local stand-in)');
+    for (const { kind, reason } of service.skipped)
+      console.warn(`warn: no ${kind} sender: ${reason}`);
 
-    const adminToken = env.ADMIN_TOKEN || randomBytes(18).toString('base64url');
-    const app = createApp({ db, outbox, adminToken, drain, logger: consoleLogger });
-    const served = await serveApp(app, { port: portFrom('PORT', DEFAULT_APP_PORT) });
+    const served = await serveApp(referenceApp(service), {
+      port: portFrom('PORT', DEFAULT_APP_PORT),
+    });
+    stack.push({ name: 'HTTP server', stop: () => served.close() });
 
     const intervalMs = Number(env.OUTBOX_DRAIN_INTERVAL_MS || DEFAULT_DRAIN_INTERVAL_MS);
-    const schedule = startDrainSchedule({
-      drain,
-      purgeStore: store,
-      intervalMs,
-      logger: consoleLogger,
-      onTick: (report) => {
-        if (report.claimed + report.dead > 0) {
-          console.log(
-            `drain: ${report.delivered} delivered, ${report.retried} retried, ${report.dead} dead, ${report.released} released (${report.durationMs} ms)`,
-          );
-        }
-      },
-    });
-    // Stop order (reversed): schedule first, so its drain settles while the database is up.
-    stack.push({ name: 'HTTP server', stop: () => served.close() });
-    stack.push({ name: 'drain schedule', stop: () => schedule.stop() });
+    if (flags.drain) {
+      const schedule = startDrainSchedule({
+        drain: createDrainer(service.drainer),
+        purgeStore: service.store,
+        intervalMs,
+        logger: service.logger,
+        onTick: (report) => {
+          if (report.claimed + report.dead > 0) {
+            console.log(
+              `drain: ${report.delivered} delivered, ${report.retried} retried, ${report.dead} dead, ${report.released} released (${report.durationMs} ms)`,
+            );
+          }
+        },
+      });
+      // Stop order (reversed): schedule first, so its drain settles while the database is up.
+      stack.push({ name: 'drain schedule', stop: () => schedule.stop() });
+    }
 
+    const delivery = flags.drain
+      ? `The drain runs every ${intervalMs / 1000} s, and right after each write (the kick).`
+      : 'No Node drain (--no-drain): delivery is the kick after each write (OUTBOX_KICK=off for none)\nand whatever drain you run yourself, e.g. `wrangler dev --test-scheduled` with the .dev.vars in docs/deploy.md.';
     console.log(`
 outbox-relay is running locally.
 
@@ -159,12 +171,12 @@ outbox-relay is running locally.
   Dashboard    ${served.url}/admin    (admin token: ${adminToken})
   Metrics      curl -H 'authorization: Bearer ${adminToken}' ${served.url}/admin/metrics
   DATABASE_URL ${databaseUrl}
-  Neon proxy   ${proxy.url}  (applyNeonLocalConfig(neonConfig, { port: ${proxy.port} }) from 'outbox-relay/dev')
+  Neon proxy   ${proxy.url}  (NEON_LOCAL_PROXY=127.0.0.1:${proxy.port} for a Worker or the CLI's neon driver)
 
-The drain runs every ${intervalMs / 1000} s, and right after each write (the kick).
+${delivery}
 Press Ctrl-C to stop.`);
   } catch (error) {
-    console.error('npm start failed:', error instanceof Error ? error.message : error);
+    console.error(`npm start failed: ${describeError(error)}`);
     await stop(1);
   }
 }

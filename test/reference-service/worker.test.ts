@@ -7,15 +7,15 @@
  */
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrations as appMigrations } from '../../examples/reference-service/migrations.generated.js';
 import { type LocalSes, localSesEnv, startLocalSes } from '../../src/dev/local-ses.js';
 import { type NeonProxy, startNeonProxy } from '../../src/dev/neon-proxy.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
-import { migrations as appMigrations } from '../../src/http/migrations.generated.js';
 import { createOutbox } from '../../src/outbox.js';
 import { migrate } from '../../src/store/migrate.js';
+import { startWranglerDev, type WranglerDev } from '../runtime/wrangler-dev.js';
 import { useTestDatabase } from '../support/database.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
-import { startWranglerDev, type WranglerDev } from './wrangler-dev.js';
 
 const database = useTestDatabase();
 const ADMIN_TOKEN = 'worker-admin-token-for-tests';

@@ -2,11 +2,12 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
-import { describeError } from '../core/errors.js';
-import { adminAuth } from './admin-auth.js';
-import { adminRoutes } from './admin-routes.js';
+import { describeError } from 'outbox-relay';
+// TEMPORARY until outboxAdmin lands: the old admin, deep-imported.
+import { adminAuth } from '../../src/http/admin-auth.js';
+import { adminRoutes } from '../../src/http/admin-routes.js';
+import { dashboardRoutes, LOGIN_PATH } from '../../src/http/dashboard.js';
 import { type AppDeps, type AppEnv, resolveDeps } from './app-deps.js';
-import { dashboardRoutes, LOGIN_PATH } from './dashboard.js';
 import { domainRoutes } from './domain-routes.js';
 import { errorResponse } from './errors.js';
 

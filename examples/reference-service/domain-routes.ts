@@ -1,13 +1,17 @@
 import { zValidator } from '@hono/zod-validator';
 import { type Context, Hono } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import {
+  FOREIGN_KEY_VIOLATION,
+  generateWebhookSecret,
+  isValidationError,
+  type NewMessage,
+  quoteSchema,
+  type Statement,
+  UNIQUE_VIOLATION,
+  violates,
+} from 'outbox-relay';
 import { z } from 'zod';
-import { isValidationError } from '../core/errors.js';
-import type { NewMessage } from '../core/message.js';
-import type { Statement } from '../core/ports.js';
-import { FOREIGN_KEY_VIOLATION, UNIQUE_VIOLATION, violates } from '../drivers/postgres-errors.js';
-import { generateWebhookSecret } from '../senders/webhook/webhook-signature.js';
-import { quoteSchema } from '../store/schema-name.js';
 import type { AppEnv, ResolvedDeps } from './app-deps.js';
 import { errorResponse, type Issue, pathOfField } from './errors.js';
 import {

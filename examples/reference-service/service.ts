@@ -1,0 +1,228 @@
+/**
+ * The reference service as its serverless entry points deploy it (worker.ts, lambda.ts):
+ * database, outbox, senders and the app, all built from one environment object (a Worker's
+ * `env` bindings or Lambda's `process.env`), using only the library's public exports, as any
+ * user's app would. Runs on Workers: no Node built-ins, no `pg`.
+ *
+ * Both runtimes talk to the database through Neon's HTTP driver (`neon()`) only:
+ * - it holds no connection, so nothing needs closing when a Worker invocation ends and nothing
+ *   goes stale while a Lambda sandbox is frozen between invocations;
+ * - nothing here needs a session: a domain write is one `sql.transaction`, and claim, settle
+ *   and release are single statements, so one HTTPS round trip per statement is all it costs;
+ * - on Workers one statement is one subrequest, which is exactly what the drain counts
+ *   against its subrequest budget.
+ */
+import { neon, neonConfig } from '@neondatabase/serverless';
+import { type Context, Hono } from 'hono';
+import {
+  type BatchSqlExecutor,
+  ConfigurationError,
+  createDrainer,
+  createOutbox,
+  type DrainerOptions,
+  describeError,
+  type EnvLike,
+  type HostResolver,
+  jsonLogger,
+  type Logger,
+  logFailure,
+  type MigrateResult,
+  migrate,
+  neonHttpExecutor,
+  type Outbox,
+  type PostgresOutboxStore,
+  postgresUrlFromEnv,
+  readEnv,
+  type SendersFromEnv,
+  type SqlExecutor,
+  sendersFromEnv,
+  switchFromEnv,
+} from 'outbox-relay';
+import { createApp } from './app.js';
+import type { AppEnv } from './app-deps.js';
+import { DEFAULT_APP_SCHEMA, endpointSecretLookup } from './endpoint-secrets.js';
+import { errorResponse } from './errors.js';
+import { migrations as appMigrations } from './migrations.generated.js';
+
+/** Where `POST` applies both schemas' bundled migrations (see {@link migrateReferenceService}). */
+export const MIGRATE_PATH = '/admin/migrate';
+
+/**
+ * The local Neon stand-in must be on loopback: it speaks plain HTTP and WebSocket with no TLS,
+ * so pointing a deployment at anything else would send the database password in the clear.
+ */
+const LOOPBACK_AUTHORITY = /^(?:127(?:\.\d{1,3}){3}|localhost|\[::1\]):\d{1,5}$/;
+
+/**
+ * Development only: `NEON_LOCAL_PROXY=127.0.0.1:PORT` points the driver at the local Neon
+ * stand-in (`startNeonProxy` from outbox-relay/dev, which `npm start` and the tests run) over
+ * plain HTTP and WebSocket. Unset in production, where Neon's defaults apply.
+ */
+export function applyNeonLocalProxy(env: EnvLike): void {
+  const proxy = readEnv(env, 'NEON_LOCAL_PROXY');
+  if (proxy === undefined) return;
+  if (!LOOPBACK_AUTHORITY.test(proxy)) {
+    throw new ConfigurationError(
+      `NEON_LOCAL_PROXY must be a loopback host:port such as 127.0.0.1:54330, got ${proxy}`,
+    );
+  }
+  neonConfig.fetchEndpoint = () => `http://${proxy}/sql`;
+  neonConfig.wsProxy = (host, port) =>
+    `${proxy}/v2?address=${encodeURIComponent(`${host}:${port}`)}`;
+  neonConfig.useSecureWebSocket = false;
+  neonConfig.forceDisablePgSSL = true;
+  neonConfig.pipelineConnect = false;
+  neonConfig.pipelineTLS = false;
+}
+
+/** `DATABASE_URL` over Neon's HTTP driver. Nothing to close: every query is one request. */
+export function databaseFromEnv(env: EnvLike): BatchSqlExecutor {
+  const url = postgresUrlFromEnv(env);
+  applyNeonLocalProxy(env);
+  return neonHttpExecutor(neon(url));
+}
+
+export interface ReferenceService {
+  db: BatchSqlExecutor;
+  outbox: Outbox;
+  store: PostgresOutboxStore;
+  /** What the drain, the kick and the schedules run with. */
+  drainer: DrainerOptions;
+  /** Kinds left without a sender, and why (emails without SES credentials). */
+  skipped: SendersFromEnv['skipped'];
+  adminToken: string | undefined;
+  /** The after-commit kick; off with `OUTBOX_KICK=off`, leaving delivery to the schedule. */
+  kick: boolean;
+  logger: Logger;
+}
+
+export interface ReferenceServiceOptions {
+  /** `false` on Workers (no resolver; the platform blocks private egress), `nodeHostResolver` on Lambda. */
+  resolveHost: HostResolver | false;
+  /** Wraps the executor webhook endpoint secrets are read through (Workers: once per endpoint). */
+  secretsDb?: (db: SqlExecutor) => SqlExecutor;
+  /** Fields on every log line (runtime, invocation). */
+  logFields?: Record<string, unknown>;
+}
+
+/**
+ * Builds everything from the environment; throws `ConfigurationError` naming the variable when
+ * a setting is missing or malformed. Cheap (no I/O), so Workers build it per invocation.
+ */
+export function referenceServiceFromEnv(
+  env: EnvLike,
+  options: ReferenceServiceOptions,
+): ReferenceService {
+  const db = databaseFromEnv(env);
+  const outbox = createOutbox();
+  const store = outbox.store(db);
+  const logger = jsonLogger({
+    verbose: readEnv(env, 'OUTBOX_DEBUG') === '1',
+    fields: options.logFields,
+  });
+  const { senders, skipped } = sendersFromEnv(env, {
+    endpointSecret: endpointSecretLookup(options.secretsDb ? options.secretsDb(db) : db),
+    resolveHost: options.resolveHost,
+  });
+  return {
+    db,
+    outbox,
+    store,
+    drainer: { store, senders, logger },
+    skipped,
+    adminToken: readEnv(env, 'ADMIN_TOKEN'),
+    kick: switchFromEnv(env, 'OUTBOX_KICK', true),
+    logger,
+  };
+}
+
+/**
+ * The reference service's app, its kick and `POST /admin/drain` draining through this
+ * service's senders. `kickSubrequestBudget` bounds each kick (Workers).
+ */
+export function referenceApp(
+  service: ReferenceService,
+  options: { kickSubrequestBudget?: number } = {},
+): Hono<AppEnv> {
+  return createApp({
+    db: service.db,
+    outbox: service.outbox,
+    adminToken: service.adminToken,
+    drain: createDrainer(service.drainer),
+    kick: service.kick,
+    kickSubrequestBudget: options.kickSubrequestBudget,
+    logger: service.logger,
+  });
+}
+
+/**
+ * Applies the bundled migrations of both schemas, `outbox` and the reference service's `app`,
+ * each as one transaction behind an advisory lock: idempotent and safe to run concurrently.
+ * Over Neon HTTP that is two requests.
+ */
+export async function migrateReferenceService(
+  service: Pick<ReferenceService, 'db' | 'outbox'>,
+): Promise<{ outbox: MigrateResult; app: MigrateResult }> {
+  const outbox = await service.outbox.migrate(service.db);
+  const app = await migrate(service.db, { schema: DEFAULT_APP_SCHEMA, migrations: appMigrations });
+  return { outbox, app };
+}
+
+/**
+ * The deployed router: `POST /admin/migrate` (behind the admin token, like all of `/admin`),
+ * and every other request handed to `forward`, which runs the app the way the runtime needs.
+ */
+export function serviceRouter(
+  service: ReferenceService,
+  forward: (request: Request, c: Context) => Promise<Response>,
+): Hono {
+  const router = new Hono();
+  router.post(MIGRATE_PATH, async (c, next) => {
+    if (!service.adminToken) return errorResponse(c, 404, 'not found');
+    const given = c.req.header('authorization')?.replace(/^Bearer\s+/i, '') ?? '';
+    if (!(await tokensMatch(given, service.adminToken))) {
+      return errorResponse(c, 401, 'admin token required: Authorization: Bearer <ADMIN_TOKEN>');
+    }
+    await next();
+  });
+  router.post(MIGRATE_PATH, async (c) => c.json(await migrateReferenceService(service)));
+  router.all('*', (c) => forward(c.req.raw, c));
+  router.onError((error, c) => {
+    service.logger.error('request failed', { path: c.req.path, error: describeError(error) });
+    return errorResponse(c, 500, 'internal error');
+  });
+  return router;
+}
+
+/** Constant-time comparison: compare digests, so neither length nor prefix leaks by timing. */
+async function tokensMatch(given: string, expected: string): Promise<boolean> {
+  const encoder = new TextEncoder();
+  const [a, b] = await Promise.all([
+    crypto.subtle.digest('SHA-256', encoder.encode(given)),
+    crypto.subtle.digest('SHA-256', encoder.encode(expected)),
+  ]);
+  const left = new Uint8Array(a);
+  const right = new Uint8Array(b);
+  let difference = 0;
+  for (let i = 0; i < left.length; i++) difference |= left[i]! ^ right[i]!;
+  return difference === 0;
+}
+
+/**
+ * The answer when the environment is wrong: 500 with no detail (a setting's name is nobody's
+ * business outside), and the detail in the log.
+ */
+export function misconfiguredResponse(error: unknown, fields: Record<string, unknown>): Response {
+  logFailure('the service is misconfigured', error, fields);
+  return Response.json(
+    { error: 'internal error: the service is misconfigured (details in its log)' },
+    { status: 500 },
+  );
+}
+
+/** Logs, once per scheduled invocation, each kind this deployment cannot send and why. */
+export function warnSkippedKinds(service: ReferenceService): void {
+  for (const { kind, reason } of service.skipped) {
+    service.logger.warn(`not draining ${kind}`, { kind, reason });
+  }
+}
