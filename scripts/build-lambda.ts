@@ -26,7 +26,7 @@ export const LAMBDA_FUNCTIONS = {
 export type LambdaFunctionName = keyof typeof LAMBDA_FUNCTIONS;
 
 export interface LambdaBundle {
-  name: LambdaFunctionName;
+  name: string;
   /** The `.mjs` file; import it to call the handler as Lambda would. */
   path: string;
   /** The zip holding it as `<name>.mjs`, for `package.artifact`. */
@@ -45,17 +45,21 @@ const REQUIRE_SHIM =
   "import { createRequire as __outboxCreateRequire } from 'node:module';\n" +
   'const require = __outboxCreateRequire(import.meta.url);';
 
-export async function buildLambda(outdir = join(root, 'dist', 'lambda')): Promise<LambdaBundle[]> {
+/** The reference service's handlers module, which serverless.yml deploys. */
+const REFERENCE_ENTRY = join(root, 'examples', 'reference-service', 'lambda.ts');
+
+export async function buildLambda(
+  outdir = join(root, 'dist', 'lambda'),
+  entry = REFERENCE_ENTRY,
+  functions: Readonly<Record<string, string>> = LAMBDA_FUNCTIONS,
+): Promise<LambdaBundle[]> {
   await mkdir(outdir, { recursive: true });
   const bundles: LambdaBundle[] = [];
-  for (const [name, exported] of Object.entries(LAMBDA_FUNCTIONS) as [
-    LambdaFunctionName,
-    string,
-  ][]) {
+  for (const [name, exported] of Object.entries(functions)) {
     const path = join(outdir, `${name}.mjs`);
     await build({
       stdin: {
-        contents: `export { ${exported} } from './examples/reference-service/lambda.ts';`,
+        contents: `export { ${exported} } from ${JSON.stringify(entry)};`,
         resolveDir: root,
         sourcefile: `${name}-entry.ts`,
         loader: 'ts',

@@ -77,7 +77,7 @@ export async function migrate(
       // DDL must travel together. The version is an integer we checked above, not user input.
       text: `DO $outbox_migration$ BEGIN
         IF NOT EXISTS (SELECT 1 FROM ${quoted}.schema_migrations WHERE version = ${migration.version}) THEN
-          ${migration.sql.replaceAll('{{schema}}', quoted)}
+          ${asPlpgsqlStatements(migration.sql.replaceAll('{{schema}}', quoted))}
         END IF;
       END $outbox_migration$`,
       params: [],
@@ -97,4 +97,14 @@ export async function migrate(
   const applied = migrations.map((m) => m.version).filter((version) => !before.has(version));
   const version = Math.max(0, ...before, ...migrations.map((m) => m.version));
   return { schema, applied, version };
+}
+
+/**
+ * Migration SQL runs as statements of a PL/pgSQL block, where each must end in `;`. A last
+ * statement written without one (as it would be fine in psql) gets its `;` here rather than
+ * failing with a syntax error "at or near END" that points at SQL nobody wrote.
+ */
+function asPlpgsqlStatements(sql: string): string {
+  const trimmed = sql.trimEnd();
+  return trimmed.endsWith(';') ? trimmed : `${trimmed};`;
 }

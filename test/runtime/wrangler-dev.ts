@@ -40,8 +40,14 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Starts `wrangler dev` on the repo's wrangler.toml with `vars` and waits until it answers. */
-export async function startWranglerDev(vars: Record<string, string>): Promise<WranglerDev> {
+/**
+ * Starts `wrangler dev` with `vars` and waits until it answers: on the repo's wrangler.toml (the
+ * reference service) unless `config` names another.
+ */
+export async function startWranglerDev(
+  vars: Record<string, string>,
+  options: { config?: string } = {},
+): Promise<WranglerDev> {
   const dir = await mkdtemp(join(tmpdir(), 'outbox-relay-wrangler-'));
   const envFile = join(dir, 'test.env');
   await writeFile(
@@ -59,7 +65,7 @@ export async function startWranglerDev(vars: Record<string, string>): Promise<Wr
       wranglerBin(),
       'dev',
       '--config',
-      join(process.cwd(), 'wrangler.toml'),
+      options.config ?? join(process.cwd(), 'wrangler.toml'),
       '--env-file',
       envFile,
       '--ip',

@@ -1,0 +1,181 @@
+/**
+ * A user's own app (test/fixtures/own-app: its own table, routes and sender; NOT the reference
+ * service) built on the library's public exports: enqueue in its own transaction, the Workers
+ * kit's cron in real workerd (`wrangler dev`), and the Lambda kit's scheduled handler from an
+ * esbuild bundle invoked with an EventBridge event. Both deliver through real PostgreSQL (via
+ * the local Neon stand-in, over Neon's HTTP driver) to a loopback webhook receiver.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { generateWebhookSecret, pgExecutor } from 'outbox-relay';
+import type { LambdaContextLike } from 'outbox-relay/aws-lambda';
+import { type NeonProxy, startNeonProxy } from 'outbox-relay/dev';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildLambda } from '../scripts/build-lambda.js';
+import { migrateOwnApp } from './fixtures/own-app/app.js';
+import { startWranglerDev, type WranglerDev } from './runtime/wrangler-dev.js';
+import { useTestDatabase } from './support/database.js';
+import { waitFor } from './support/wait-for.js';
+import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
+
+const fixture = fileURLToPath(new URL('./fixtures/own-app/', import.meta.url));
+const database = useTestDatabase();
+const WEBHOOK_SECRET = generateWebhookSecret();
+
+let proxy: NeonProxy;
+let receiver: WebhookReceiver;
+
+beforeAll(async () => {
+  await migrateOwnApp(pgExecutor(database.pool));
+  proxy = await startNeonProxy({ postgres: { host: database.host, port: database.port } });
+  receiver = await startWebhookReceiver();
+});
+
+afterAll(async () => {
+  await Promise.all([receiver?.close(), proxy?.close()]);
+});
+
+/** The webhooks received for this ticket title, each checked against the app's secret. */
+function verifiedFor(title: string): Record<string, unknown>[] {
+  const webhook = new Webhook(WEBHOOK_SECRET);
+  return receiver.received.flatMap((request) => {
+    const body = request.body;
+    const event = webhook.verify(body, {
+      'webhook-id': String(request.headers['webhook-id']),
+      'webhook-timestamp': String(request.headers['webhook-timestamp']),
+      'webhook-signature': String(request.headers['webhook-signature']),
+    }) as { data: { title: string } };
+    return event.data.title === title ? [event as unknown as Record<string, unknown>] : [];
+  });
+}
+
+async function states(keys: readonly string[]): Promise<string[]> {
+  const { rows } = await database.pool.query<{ state: string }>(
+    'SELECT state FROM outbox.messages WHERE key = ANY($1::uuid[]) ORDER BY key',
+    [keys],
+  );
+  return rows.map((row) => row.state);
+}
+
+describe('an app of its own on Workers', () => {
+  let worker: WranglerDev;
+
+  beforeAll(async () => {
+    worker = await startWranglerDev(
+      {
+        DATABASE_URL: database.url,
+        NEON_LOCAL_PROXY: `127.0.0.1:${proxy.port}`,
+        WEBHOOK_SECRET,
+        ALLOW_HOSTS: `127.0.0.1:${receiver.port}`,
+        KICK: 'off',
+      },
+      { config: join(fixture, 'wrangler.toml') },
+    );
+  }, 120_000);
+
+  afterAll(async () => {
+    await worker?.stop();
+  });
+
+  it('enqueues in its own transaction, and its cron delivers through the kit', async () => {
+    const response = await fetch(`${worker.url}/tickets`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ title: 'worker ticket', notifyUrl: `${receiver.url}/hooks` }),
+    });
+    expect(response.status).toBe(201);
+    const { messageKeys } = (await response.json()) as { messageKeys: string[] };
+    const { rows } = await database.pool.query(
+      "SELECT title FROM shop.tickets WHERE title = 'worker ticket'",
+    );
+    expect(rows).toHaveLength(1);
+    expect(await states(messageKeys)).toEqual(['pending']);
+
+    expect((await worker.scheduled('* * * * *')).status).toBe(200);
+
+    expect(await states(messageKeys)).toEqual(['delivered']);
+    expect(verifiedFor('worker ticket')).toHaveLength(1);
+    const run = worker.jsonLines().find((line) => line.message === 'outbox drain');
+    expect(run).toMatchObject({ runtime: 'cloudflare-workers', cron: '* * * * *', delivered: 1 });
+  });
+
+  it('refuses a bad webhook URL with a 400 naming the field, writing nothing', async () => {
+    const response = await fetch(`${worker.url}/tickets`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ title: 'bad url ticket', notifyUrl: 'ftp://example.com/' }),
+    });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ issues: [{ path: ['message.payload.url'] }] });
+    const { rows } = await database.pool.query(
+      "SELECT 1 FROM shop.tickets WHERE title = 'bad url ticket'",
+    );
+    expect(rows).toHaveLength(0);
+  });
+});
+
+describe('an app of its own on Lambda', () => {
+  let dir: string;
+  const savedEnv = { ...process.env };
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'outbox-relay-own-lambda-'));
+    Object.assign(process.env, {
+      DATABASE_URL: database.url,
+      NEON_LOCAL_PROXY: `127.0.0.1:${proxy.port}`,
+      WEBHOOK_SECRET,
+      ALLOW_HOSTS: `127.0.0.1:${receiver.port}`,
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    process.env = savedEnv;
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('its EventBridge drain, built with esbuild, delivers what a request wrote', async () => {
+    const [bundle] = await buildLambda(dir, join(fixture, 'lambda.ts'), { drain: 'drain' });
+    const handlers = (await import(bundle!.path)) as {
+      drain: (
+        event: Record<string, unknown>,
+        context: LambdaContextLike,
+      ) => Promise<{
+        drain?: { delivered: number };
+      }>;
+    };
+    // The request's write, committed by the app's own route (no kick: the schedule delivers).
+    const { ownApp } = await import('./fixtures/own-app/app.js');
+    const { neon, neonConfig } = await import('@neondatabase/serverless');
+    const { neonHttpExecutor } = await import('outbox-relay');
+    neonConfig.fetchEndpoint = () => `http://127.0.0.1:${proxy.port}/sql`;
+    const response = await ownApp(neonHttpExecutor(neon(database.url))).request('/tickets', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ title: 'lambda ticket', notifyUrl: `${receiver.url}/hooks` }),
+    });
+    expect(response.status).toBe(201);
+    const { messageKeys } = (await response.json()) as { messageKeys: string[] };
+
+    const event = {
+      version: '0',
+      id: 'c0ffee00-0000-4000-8000-000000000001',
+      'detail-type': 'Scheduled Event',
+      source: 'aws.events',
+      time: '2026-11-30T10:07:00Z',
+      detail: {},
+    };
+    const deadline = Date.now() + 10_000;
+    const context = {
+      getRemainingTimeInMillis: () => deadline - Date.now(),
+      awsRequestId: 'own-1',
+    };
+    const result = await handlers.drain(event, context);
+
+    expect(result.drain?.delivered).toBe(1);
+    expect(await states(messageKeys)).toEqual(['delivered']);
+    await waitFor('the webhook', () => verifiedFor('lambda ticket').length === 1);
+  });
+});
