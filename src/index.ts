@@ -77,6 +77,11 @@ export {
   type OutboxOptions,
 } from './outbox.js';
 export {
+  checkWebhookUrl,
+  MAX_WEBHOOK_URL_LENGTH,
+  webhookUrlProblem,
+} from './senders/webhook/webhook-url.js';
+export {
   type MigrateOptions,
   type MigrateResult,
   type Migration,
