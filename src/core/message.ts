@@ -1,5 +1,6 @@
 import { ValidationError } from './errors.js';
 import type { IdGenerator } from './ports.js';
+import { checkStorableText, storableTextProblem } from './storable-text.js';
 
 /** JSON as Postgres `jsonb` stores it: no `undefined`, no functions, no NaN, no class instances. */
 export type JsonValue =
@@ -144,7 +145,7 @@ function prepareMessage(
   const message = candidate as Record<string, unknown>;
   for (const name of Object.keys(message)) {
     if (!MESSAGE_PROPERTIES.has(name)) {
-      throw new ValidationError(`${field}.${name}`, 'unknown property');
+      throw new ValidationError(propertyPath(field, name), 'unknown property');
     }
   }
 
@@ -201,8 +202,7 @@ function optionalKey(value: unknown, field: string): string | null {
   if (typeof value !== 'string' || value.length === 0 || value.length > MAX_KEY_LENGTH) {
     throw new ValidationError(field, `expected a string of 1 to ${MAX_KEY_LENGTH} characters`);
   }
-  // NUL cannot be stored in Postgres text; reject it here rather than fail the whole insert.
-  if (value.includes('\u0000')) throw new ValidationError(field, 'must not contain NUL');
+  checkStorableText(value, field);
   return value;
 }
 
@@ -257,9 +257,7 @@ function assertJson(value: unknown, field: string, depth = 0): void {
   if (depth > 64) throw new ValidationError(field, 'is nested more than 64 levels deep');
   switch (typeof value) {
     case 'string':
-      if (value.includes('\u0000')) {
-        throw new ValidationError(field, 'contains NUL, which jsonb cannot store');
-      }
+      checkStorableText(value, field);
       return;
     case 'boolean':
       return;
@@ -279,12 +277,25 @@ function assertJson(value: unknown, field: string, depth = 0): void {
         throw new ValidationError(field, `a ${name} is not JSON; convert it first`);
       }
       for (const [name, item] of Object.entries(value)) {
-        if (name.includes('\u0000')) throw new ValidationError(field, 'a property name has NUL');
-        assertJson(item, `${field}.${name}`, depth + 1);
+        const path = propertyPath(field, name);
+        const problem = storableTextProblem(name);
+        if (problem !== undefined) throw new ValidationError(path, `the property name ${problem}`);
+        assertJson(item, path, depth + 1);
       }
       return;
     }
     default:
       throw new ValidationError(field, `a ${typeof value} is not JSON`);
   }
+}
+
+/**
+ * `field.name`, or `field["name"]` with the name JSON-escaped when it holds characters that
+ * would make the path itself unprintable or unstorable (NUL, lone surrogates, control
+ * characters): error messages are logged and returned to callers.
+ */
+function propertyPath(field: string, name: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
+  const plain = storableTextProblem(name) === undefined && !/[\u0000-\u001f\u007f]/.test(name);
+  return plain ? `${field}.${name}` : `${field}[${JSON.stringify(name)}]`;
 }

@@ -34,7 +34,6 @@ export {
 } from './webhook/destination-policy.js';
 export { retryAfterMs } from './webhook/retry-after.js';
 export {
-  MAX_WEBHOOK_URL_LENGTH,
   type ParsedWebhook,
   parseWebhookPayload,
   type WebhookPayload,
@@ -54,3 +53,8 @@ export {
   WEBHOOK_SECRET_PREFIX,
   type WebhookSignatureHeaders,
 } from './webhook/webhook-signature.js';
+export {
+  checkWebhookUrl,
+  MAX_WEBHOOK_URL_LENGTH,
+  webhookUrlProblem,
+} from './webhook/webhook-url.js';

@@ -1,5 +1,6 @@
 import { ValidationError } from '../core/errors.js';
 import type { JsonValue } from '../core/message.js';
+import { isMessageId } from '../core/message-id.js';
 import {
   type ClaimedMessage,
   type ClaimRequest,
@@ -304,8 +305,14 @@ function toDateOrNull(value: unknown): Date | null {
   return value === null || value === undefined ? null : toDate(value);
 }
 
-function parseId(id: string): string {
-  if (!/^[1-9][0-9]{0,18}$/.test(id)) throw new ValidationError('id', 'expected a message id');
+/**
+ * Every method taking an id checks it here, before querying: a malformed id or one past
+ * `bigint` would otherwise fail in the database with a raw driver error.
+ */
+function parseId(id: unknown): string {
+  if (typeof id !== 'string' || !isMessageId(id)) {
+    throw new ValidationError('id', 'expected a message id: a positive integer within bigint');
+  }
   return id;
 }
 
@@ -332,7 +339,7 @@ function decodeCursor(cursor: string): { at: Date; id: string } {
   }
   const [at, id] = text.split('|');
   const time = new Date(at ?? '');
-  if (!id || Number.isNaN(time.getTime()) || !/^[1-9][0-9]{0,18}$/.test(id)) {
+  if (!id || Number.isNaN(time.getTime()) || !isMessageId(id)) {
     throw new ValidationError('cursor', 'is not a cursor this API returned');
   }
   return { at: time, id };

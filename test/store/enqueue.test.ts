@@ -1,5 +1,11 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { isValidationError, MAX_PAYLOAD_BYTES, type NewMessage } from '../../src/index.js';
+import {
+  checkStorableText,
+  isValidationError,
+  MAX_PAYLOAD_BYTES,
+  type NewMessage,
+  storableTextProblem,
+} from '../../src/index.js';
 import { createOutbox } from '../../src/outbox.js';
 import { useTestDatabase } from '../support/database.js';
 import { countingExecutor, DRIVER_NAMES, useDriver } from '../support/drivers.js';
@@ -112,6 +118,32 @@ describe.each(DRIVER_NAMES)('enqueue through %s', (driverName) => {
     expect(Math.abs(Number(rows[0].delay_ms) - 60 * 60 * 1000)).toBeLessThan(1);
   });
 
+  it('stores astral characters (surrogate pairs) in payload, keys and ordering keys byte for byte', async () => {
+    const text = 'party 🎉 family 👩‍👩‍👧 clef 𝄞 last \u{10FFFF} bmp-end \uFFFF é';
+    const payload = { text, '🔑': ['😀', { '𝄞': text }] };
+    const orderingKey = `${driverName}-order-🎉`;
+    const dedupeKey = `${driverName}-dedupe-😀`;
+    const [key] = await driver.writeWithMessages(
+      outbox,
+      insertUser(`${driverName}-astral@example.com`),
+      { kind: 'slack.post', payload, orderingKey, dedupeKey },
+    );
+    const { rows } = await database.pool.query(
+      `SELECT payload, ordering_key, dedupe_key,
+              convert_to(payload->>'text', 'UTF8') AS text_bytes
+         FROM outbox.messages WHERE key = $1`,
+      [key],
+    );
+    expect(rows).toEqual([
+      {
+        payload,
+        ordering_key: orderingKey,
+        dedupe_key: dedupeKey,
+        text_bytes: Buffer.from(text, 'utf8'),
+      },
+    ]);
+  });
+
   it('refuses a caller-chosen key that already exists, naming the field', async () => {
     const key = crypto.randomUUID();
     await outbox.enqueue(driver.db, { kind: 'slack.post', key, payload: {} });
@@ -220,5 +252,138 @@ describe('enqueue validation', () => {
       .catch((e: unknown) => e);
     expect((error as { field: string }).field).toBe('messages[1].payload.bad');
     expect(await countMessages(database.pool)).toBe(before);
+  });
+});
+
+describe('strings PostgreSQL cannot store', () => {
+  const cases: [string, unknown, string][] = [
+    [
+      'a lone high surrogate',
+      { kind: 'slack.post', payload: { name: 'Ada \ud800' } },
+      'message.payload.name',
+    ],
+    [
+      'a lone low surrogate deep in an array',
+      { kind: 'slack.post', payload: { tags: ['ok', { label: 'x\udc00y' }] } },
+      'message.payload.tags[1].label',
+    ],
+    [
+      'a surrogate pair in the wrong order',
+      { kind: 'slack.post', payload: { name: '\udc00\ud800' } },
+      'message.payload.name',
+    ],
+    [
+      'a lone surrogate as the whole payload',
+      { kind: 'slack.post', payload: '\ud83d' },
+      'message.payload',
+    ],
+    [
+      'a lone surrogate in a property name',
+      { kind: 'slack.post', payload: { ok: { 'a\ud800': 1 } } },
+      'message.payload.ok["a\\ud800"]',
+    ],
+    [
+      'NUL in a value',
+      { kind: 'slack.post', payload: { note: 'a\u0000b' } },
+      'message.payload.note',
+    ],
+    [
+      'NUL in a property name',
+      { kind: 'slack.post', payload: { 'a\u0000b': 1 } },
+      'message.payload["a\\u0000b"]',
+    ],
+    [
+      'a lone surrogate in an ordering key',
+      { kind: 'slack.post', payload: {}, orderingKey: 'order-\ud800' },
+      'message.orderingKey',
+    ],
+    [
+      'a lone surrogate in a dedupe key',
+      { kind: 'slack.post', payload: {}, dedupeKey: '\udfff' },
+      'message.dedupeKey',
+    ],
+    [
+      'NUL in an ordering key',
+      { kind: 'slack.post', payload: {}, orderingKey: 'a\u0000' },
+      'message.orderingKey',
+    ],
+    [
+      'a lone surrogate in a key',
+      { kind: 'slack.post', payload: {}, key: '\ud800' },
+      'message.key',
+    ],
+    ['a lone surrogate in a kind', { kind: 'slack.post\ud800', payload: {} }, 'message.kind'],
+    [
+      'a lone surrogate in an email subject',
+      { kind: 'email', payload: { to: ['a@example.com'], subject: 'Hi \ud800', text: 'x' } },
+      'message.payload.subject',
+    ],
+    [
+      'a lone surrogate in a webhook URL',
+      { kind: 'webhook', payload: { url: 'https://hooks.example.com/\ud800', body: {} } },
+      'message.payload.url',
+    ],
+  ];
+
+  it.each(cases)(
+    'refuses %s with a ValidationError naming the field, and writes nothing',
+    async (_, message, field) => {
+      const before = await countMessages(database.pool);
+      const error = await outbox
+        .enqueue(
+          { query: (text, params) => database.pool.query(text, params) as never },
+          message as NewMessage,
+        )
+        .catch((e: unknown) => e);
+      expect(isValidationError(error), String(error)).toBe(true);
+      expect((error as { field: string }).field).toBe(field);
+      expect(await countMessages(database.pool)).toBe(before);
+    },
+  );
+
+  it('names the message in a list, and writes none of the list', async () => {
+    const before = await countMessages(database.pool);
+    const error = await outbox
+      .enqueue({ query: (text, params) => database.pool.query(text, params) as never }, [
+        { kind: 'slack.post', payload: { name: 'fine 🎉' } },
+        { kind: 'slack.post', payload: { name: 'Ada \ud800' } },
+      ])
+      .catch((e: unknown) => e);
+    expect((error as { field: string }).field).toBe('messages[1].payload.name');
+    expect(await countMessages(database.pool)).toBe(before);
+  });
+});
+
+describe("storableTextProblem and checkStorableText, for an app's own columns", () => {
+  it.each([
+    ['', true],
+    ['plain', true],
+    ['🎉 pair 𝄞', true],
+    ['\u{10FFFF}', true],
+    ['\ud800', false],
+    ['x\udbff', false],
+    ['\udc00x', false],
+    ['\udc00\ud800', false],
+    ['a\u0000', false],
+  ])('judges %j storable: %s', async (text, storable) => {
+    expect(storableTextProblem(text) === undefined).toBe(storable);
+    let thrown: unknown;
+    try {
+      checkStorableText(text, 'user.name');
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown === undefined).toBe(storable);
+    if (!storable) expect(thrown).toMatchObject({ field: 'user.name', code: 'OUTBOX_VALIDATION' });
+    // The rule matches the database: what it accepts, a text column takes; what it refuses, it rejects.
+    const stored = await database.pool
+      .query('SELECT $1::text AS value', [text])
+      .then((result) => result.rows[0].value === text)
+      .catch(() => false);
+    const storedAsJson = await database.pool
+      .query('SELECT $1::jsonb AS value', [JSON.stringify({ text })])
+      .then((result) => result.rows[0].value.text === text)
+      .catch(() => false);
+    expect(stored && storedAsJson).toBe(storable);
   });
 });

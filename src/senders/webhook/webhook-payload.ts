@@ -5,6 +5,7 @@ import {
   expectObject,
   rejectUnknownProperties,
 } from '../payload-checks.js';
+import { checkWebhookUrl } from './webhook-url.js';
 
 /**
  * The payload of a `kind: "webhook"` message.
@@ -22,7 +23,7 @@ import {
  * };
  */
 export type WebhookPayload = {
-  /** Where to POST: an absolute http(s) URL, no user:password part. */
+  /** Where to POST: an absolute http(s) URL, no user:password part (see `webhookUrlProblem`). */
   url: string;
   /**
    * The event type. When given, the request body is the Standard Webhooks envelope
@@ -36,9 +37,6 @@ export type WebhookPayload = {
   endpointId?: string;
 };
 
-/** Browsers and proxies commonly refuse longer URLs; a longer one is a bug, not an endpoint. */
-export const MAX_WEBHOOK_URL_LENGTH = 2048;
-
 /** Event types are short dotted names (`invoice.paid`); this leaves plenty of room. */
 const MAX_EVENT_LENGTH = 200;
 
@@ -49,8 +47,9 @@ const WEBHOOK_PROPERTIES = new Set(['url', 'event', 'body', 'endpointId']);
 
 /**
  * Checks a webhook payload at enqueue, throwing `ValidationError` naming the field. It checks
- * the URL's form only; whether its host may be called (the SSRF rules) is decided when sending,
- * because DNS answers change and the rules depend on the sender's configuration.
+ * the URL's form only, with `checkWebhookUrl`; whether its host may be called (the SSRF rules)
+ * is decided when sending, because DNS answers change and the rules depend on the sender's
+ * configuration.
  */
 export const webhookPayloadValidator: PayloadValidator = (payload, field) => {
   parseWebhookPayload(payload, field);
@@ -74,22 +73,9 @@ export function parseWebhookPayload(payload: JsonValue, field: string): ParsedWe
   rejectUnknownProperties(webhook, field, WEBHOOK_PROPERTIES);
 
   if (!('url' in webhook)) throw new ValidationError(`${field}.url`, 'is required');
-  const urlText = expectHeaderSafeString(webhook.url!, `${field}.url`, MAX_WEBHOOK_URL_LENGTH);
-  let url: URL;
-  try {
-    url = new URL(urlText);
-  } catch {
-    throw new ValidationError(`${field}.url`, 'is not an absolute URL');
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new ValidationError(`${field}.url`, `must be http or https, not ${url.protocol}`);
-  }
-  if (url.username !== '' || url.password !== '') {
-    throw new ValidationError(
-      `${field}.url`,
-      'must not hold a user name or password: the URL is stored and logged in clear',
-    );
-  }
+  // The same rule an app applies when it registers the endpoint (`checkWebhookUrl`).
+  const url = checkWebhookUrl(webhook.url, `${field}.url`);
+  const urlText = webhook.url as string;
 
   if (!('body' in webhook)) throw new ValidationError(`${field}.body`, 'is required (any JSON)');
 
