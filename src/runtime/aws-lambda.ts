@@ -109,7 +109,8 @@ export function lambdaScheduledHandler(
         purge: purgeDue ? 'after' : undefined,
       });
       if (result.drain) logReport('outbox drain', result.drain, fields);
-      if (result.purge) logReport('outbox purge', result.purge, fields);
+      if (result.purge)
+        logReport('outbox purge', result.purge, { ...fields, ...result.purgedWith });
       return result;
     } catch (error) {
       // A failed invocation shows in the function's error metric; unsettled rows keep their

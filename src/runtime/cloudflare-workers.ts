@@ -104,7 +104,8 @@ export function workersScheduledHandler<Env>(
         purge: purgeCron !== false && controller.cron === purgeCron ? 'instead' : undefined,
       });
       if (result.drain) logReport('outbox drain', result.drain, fields);
-      if (result.purge) logReport('outbox purge', result.purge, fields);
+      if (result.purge)
+        logReport('outbox purge', result.purge, { ...fields, ...result.purgedWith });
     } catch (error) {
       logFailure('scheduled run failed', error, fields);
       throw error;

@@ -43,6 +43,11 @@ export interface DrainerOptions {
   >;
   /** Retention for the scheduled purge (defaults: `purgeOnce`'s). */
   purge?: Omit<PurgeOptions, 'store' | 'clock'>;
+  /**
+   * Your own clean-up, run right after each scheduled outbox purge (expired idempotency keys,
+   * say): one housekeeping schedule for both. Returns row counts, logged with the purge's.
+   */
+  purgeWith?: (now: Date) => Promise<Record<string, number>>;
 }
 
 /**
@@ -110,6 +115,8 @@ export interface ScheduledRunOptions {
 export interface ScheduledRunResult {
   drain?: DrainReport;
   purge?: PurgeReport;
+  /** What `purgeWith` reported. */
+  purgedWith?: Record<string, number>;
 }
 
 /**
@@ -136,6 +143,7 @@ export async function runScheduledDrain(
   }
   if (options.purge !== undefined) {
     result.purge = await purgeOnce({ ...setup.purge, store: setup.store, clock });
+    if (setup.purgeWith) result.purgedWith = await setup.purgeWith(clock.now());
   }
   return result;
 }
