@@ -1,0 +1,213 @@
+/**
+ * A drain's options: what callers may set, the defaults (each with why that value), and the
+ * checks that refuse a combination under which a lease could run out mid-send.
+ */
+import { ConfigurationError } from './errors.js';
+import type { OutboxStore } from './outbox-store.js';
+import {
+  type Clock,
+  type IdGenerator,
+  type Logger,
+  randomId,
+  silentLogger,
+  systemClock,
+} from './ports.js';
+import { type BackoffOptions, validateBackoff } from './retry-policy.js';
+import type { SenderRegistry } from './sender.js';
+
+/** Why a drain returned. */
+export type StopReason =
+  /** Nothing left that is due, claimable and sendable by this drain. */
+  | 'empty'
+  /** Too little time left for one more send plus a settle. */
+  | 'deadline'
+  /** The message limit or the subrequest budget is spent. */
+  | 'budget'
+  /** The caller's AbortSignal fired (shutdown). */
+  | 'aborted';
+
+export interface DrainOptions {
+  store: OutboxStore;
+  /** A sender per kind. Kinds without one are not claimed by this drain. */
+  senders: SenderRegistry;
+  /**
+   * When the invocation must be done: an absolute time, or a function returning the ms left
+   * (Lambda's `context.getRemainingTimeInMillis`). Default: no deadline.
+   */
+  deadline?: Date | (() => number);
+  /** Stop after claiming this many messages. Default: no limit. */
+  maxMessages?: number;
+  /**
+   * Most SQL round trips plus sends this drain may make (Workers cap subrequests per
+   * invocation: 50 on the free plan, 1000 on paid). Default: no limit.
+   */
+  subrequestBudget?: number;
+  /** Rows per claim. Default {@link DEFAULT_BATCH_SIZE}. */
+  batchSize?: number;
+  /** Sends in flight at once. Default {@link DEFAULT_CONCURRENCY}. */
+  concurrency?: number;
+  /** How long a claim holds its rows. Default {@link DEFAULT_LEASE_MS}. */
+  leaseMs?: number;
+  /** Time allowed per send; must leave room for a settle inside the lease. */
+  sendTimeoutMs?: number;
+  /** Time set aside for one SQL round trip (claim or settle). */
+  roundTripReserveMs?: number;
+  backoff?: BackoffOptions;
+  /**
+   * Whether a dead message blocks later messages with its ordering key until an operator
+   * retries or discards it. Default true: order is the promise, so a gap must be a decision.
+   */
+  deadHeadBlocks?: boolean;
+  /**
+   * Claim the next batch while the current one is sending, hiding the claim's round trip
+   * behind the sends. Default {@link DEFAULT_PREFETCH}.
+   */
+  prefetch?: boolean;
+  /** Claim only these message keys: the after-commit kick. */
+  keys?: readonly string[];
+  /** Stop claiming and sending; what is in flight finishes and everything is settled. */
+  signal?: AbortSignal;
+  clock?: Clock;
+  newId?: IdGenerator;
+  /** Jitter source in [0, 1). */
+  random?: () => number;
+  logger?: Logger;
+}
+
+export interface DrainReport {
+  /** Rows claimed for sending. */
+  claimed: number;
+  delivered: number;
+  retried: number;
+  /** Set aside: permanent failures, exhausted attempts (including at claim time). */
+  dead: number;
+  /** Claimed but not sent (deadline, budget, shutdown): handed back, due now, attempt uncounted. */
+  released: number;
+  /** Outcomes not recorded because another drain had re-claimed the row: left to that drain. */
+  stale: number;
+  /** Claim statements run. */
+  batches: number;
+  /** SQL statements run (claims and settles). */
+  roundTrips: number;
+  /** Sender calls made. */
+  sends: number;
+  durationMs: number;
+  stopReason: StopReason;
+}
+
+/**
+ * 25 rows per claim: with 10 sends in flight, three waves of sends per batch, and few enough rows
+ * that a Workers Free invocation (50 subrequests) still fits a claim, a batch and its settle.
+ */
+export const DEFAULT_BATCH_SIZE = 25;
+
+/** 10 sends at once: enough to hide provider latency without tripping typical rate limits. */
+export const DEFAULT_CONCURRENCY = 10;
+
+/**
+ * Two minutes: covers a full batch of waves of slow sends and its settle. If the drain dies,
+ * this is how long its rows wait before another drain takes them.
+ */
+export const DEFAULT_LEASE_MS = 2 * 60 * 1000;
+
+/** 15 s per send: well above a healthy provider's p99, well below the lease. */
+export const DEFAULT_SEND_TIMEOUT_MS = 15_000;
+
+/**
+ * 2 s per SQL round trip: Neon answers in milliseconds when warm, but a compute waking from
+ * suspend can take a second or more, and a settle that misses the deadline loses its outcomes.
+ */
+export const DEFAULT_ROUND_TRIP_RESERVE_MS = 2_000;
+
+/**
+ * On by default: with 20 ms per SQL round trip (Neon HTTP from a distant Worker), prefetching
+ * drained 1.86x faster at batch 25 and 1.67x at batch 100 with instant sends, and 1.27x and
+ * 1.13x with 20 ms sends (docs/benchmarks.md, scenario 8). The cost is one claim that may come
+ * back empty or be released at the deadline, and a second batch's leases held while it waits.
+ */
+export const DEFAULT_PREFETCH = true;
+
+/** Largest batch and concurrency a drain accepts: beyond these a claim or a settle gets unwieldy. */
+export const MAX_BATCH_SIZE = 1000;
+export const MAX_CONCURRENCY = 1000;
+
+/** A drain's options with every default filled in and every value checked. */
+export interface Settings {
+  store: OutboxStore;
+  prefetch: boolean;
+  senders: SenderRegistry;
+  kinds: string[];
+  maxMessages: number;
+  subrequestBudget: number;
+  batchSize: number;
+  concurrency: number;
+  leaseMs: number;
+  sendTimeoutMs: number;
+  roundTripReserveMs: number;
+  backoff: BackoffOptions;
+  deadHeadBlocks: boolean;
+  clock: Clock;
+  newId: IdGenerator;
+  random: () => number;
+  logger: Logger;
+}
+
+export function resolveSettings(options: DrainOptions): Settings {
+  const kinds = Object.keys(options.senders);
+  if (kinds.length === 0)
+    throw new ConfigurationError('drainOnce: senders must name one kind or more');
+  const settings: Settings = {
+    store: options.store,
+    prefetch: options.prefetch ?? DEFAULT_PREFETCH,
+    senders: options.senders,
+    kinds,
+    maxMessages: options.maxMessages ?? Number.POSITIVE_INFINITY,
+    subrequestBudget: options.subrequestBudget ?? Number.POSITIVE_INFINITY,
+    batchSize: options.batchSize ?? DEFAULT_BATCH_SIZE,
+    concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
+    leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,
+    sendTimeoutMs: options.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS,
+    roundTripReserveMs: options.roundTripReserveMs ?? DEFAULT_ROUND_TRIP_RESERVE_MS,
+    backoff: options.backoff ?? {},
+    deadHeadBlocks: options.deadHeadBlocks ?? true,
+    clock: options.clock ?? systemClock,
+    newId: options.newId ?? randomId,
+    random: options.random ?? Math.random,
+    logger: options.logger ?? silentLogger,
+  };
+  for (const [name, max] of [
+    ['batchSize', MAX_BATCH_SIZE],
+    ['concurrency', MAX_CONCURRENCY],
+  ] as const) {
+    const value = settings[name];
+    if (!Number.isInteger(value) || value < 1 || value > max) {
+      throw new ConfigurationError(`drainOnce: ${name} must be an integer from 1 to ${max}`);
+    }
+  }
+  for (const name of ['maxMessages', 'subrequestBudget'] as const) {
+    if (!(settings[name] >= 0)) throw new ConfigurationError(`drainOnce: ${name} must be >= 0`);
+  }
+  for (const name of ['leaseMs', 'sendTimeoutMs', 'roundTripReserveMs'] as const) {
+    const value = settings[name];
+    if (!Number.isFinite(value) || value <= 0) {
+      throw new ConfigurationError(`drainOnce: ${name} must be a positive number of ms`);
+    }
+  }
+  // The invariant that makes leases safe: a send that starts can finish and be settled
+  // before the lease runs out, so no other drain can claim a row while its send may run.
+  if (settings.sendTimeoutMs + settings.roundTripReserveMs >= settings.leaseMs) {
+    throw new ConfigurationError(
+      `drainOnce: leaseMs (${settings.leaseMs}) must exceed sendTimeoutMs (${settings.sendTimeoutMs}) plus roundTripReserveMs (${settings.roundTripReserveMs})`,
+    );
+  }
+  validateBackoff(settings.backoff);
+  return settings;
+}
+
+/** The ms left before the deadline, read before every step. */
+export function deadlineReader(deadline: DrainOptions['deadline'], clock: Clock): () => number {
+  if (deadline === undefined) return () => Number.POSITIVE_INFINITY;
+  if (typeof deadline === 'function') return deadline;
+  if (Number.isNaN(deadline.getTime())) throw new ConfigurationError('drainOnce: invalid deadline');
+  return () => deadline.getTime() - clock.now().getTime();
+}
