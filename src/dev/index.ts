@@ -5,11 +5,13 @@ export {
   type EmbeddedPostgresOptions,
   startEmbeddedPostgres,
 } from './embedded-postgres.js';
+export { applyNeonLocalProxy, type NeonLocalTarget } from './neon-local-config.js';
 export {
   applyNeonLocalConfig,
   type NeonLocalConfig,
   type NeonProxy,
   type NeonProxyOptions,
   neonLocalConfig,
+  type SimulatedConnectFailure,
   startNeonProxy,
 } from './neon-proxy.js';
