@@ -102,6 +102,13 @@ export class PostgresPools {
     work: (client: PoolClient) => Promise<T>,
   ): Promise<T> {
     const client = (await this.#connect(connection)) as LiveClient;
+    if (signal.aborted) {
+      client.release();
+      throw new SqlOverHttpError(
+        400,
+        'query was cancelled while stuck trying to connect to the database',
+      );
+    }
     const cancel = () => sendCancelRequest(connection.address, client);
     signal.addEventListener('abort', cancel, { once: true });
     // A socket lost mid-request fails the running query; pg may also emit it on the client.
