@@ -16,7 +16,6 @@ import { neon, neonConfig } from '@neondatabase/serverless';
 import { type Context, Hono } from 'hono';
 import {
   type BatchSqlExecutor,
-  ConfigurationError,
   createDrainer,
   createOutbox,
   type DrainerOptions,
@@ -38,6 +37,7 @@ import {
   sendersFromEnv,
   switchFromEnv,
 } from 'outbox-relay';
+import { applyNeonLocalProxy } from 'outbox-relay/neon-local';
 import { createApp } from './app.js';
 import type { AppEnv } from './app-deps.js';
 import { DEFAULT_APP_SCHEMA, endpointSecretLookup } from './endpoint-secrets.js';
@@ -48,37 +48,19 @@ import { migrations as appMigrations } from './migrations.generated.js';
 export const MIGRATE_PATH = '/admin/migrate';
 
 /**
- * The local Neon stand-in must be on loopback: it speaks plain HTTP and WebSocket with no TLS,
- * so pointing a deployment at anything else would send the database password in the clear.
- */
-const LOOPBACK_AUTHORITY = /^(?:127(?:\.\d{1,3}){3}|localhost|\[::1\]):\d{1,5}$/;
-
-/**
  * Development only: `NEON_LOCAL_PROXY=127.0.0.1:PORT` points the driver at the local Neon
  * stand-in (`startNeonProxy` from outbox-relay/dev, which `npm start` and the tests run) over
- * plain HTTP and WebSocket. Unset in production, where Neon's defaults apply.
+ * plain HTTP and WebSocket; loopback only, since the stand-in has no TLS. Unset in production.
  */
-export function applyNeonLocalProxy(env: EnvLike): void {
+export function applyNeonLocalProxyFromEnv(env: EnvLike): void {
   const proxy = readEnv(env, 'NEON_LOCAL_PROXY');
-  if (proxy === undefined) return;
-  if (!LOOPBACK_AUTHORITY.test(proxy)) {
-    throw new ConfigurationError(
-      `NEON_LOCAL_PROXY must be a loopback host:port such as 127.0.0.1:54330, got ${proxy}`,
-    );
-  }
-  neonConfig.fetchEndpoint = () => `http://${proxy}/sql`;
-  neonConfig.wsProxy = (host, port) =>
-    `${proxy}/v2?address=${encodeURIComponent(`${host}:${port}`)}`;
-  neonConfig.useSecureWebSocket = false;
-  neonConfig.forceDisablePgSSL = true;
-  neonConfig.pipelineConnect = false;
-  neonConfig.pipelineTLS = false;
+  if (proxy !== undefined) applyNeonLocalProxy(neonConfig, proxy);
 }
 
 /** `DATABASE_URL` over Neon's HTTP driver. Nothing to close: every query is one request. */
 export function databaseFromEnv(env: EnvLike): BatchSqlExecutor {
   const url = postgresUrlFromEnv(env);
-  applyNeonLocalProxy(env);
+  applyNeonLocalProxyFromEnv(env);
   return neonHttpExecutor(neon(url));
 }
 

@@ -6,11 +6,13 @@ export {
   startEmbeddedPostgres,
 } from './embedded-postgres.js';
 export { type LocalSes, localSesEnv, startLocalSes } from './local-ses.js';
+export { applyNeonLocalProxy, type NeonLocalTarget } from './neon-local-config.js';
 export {
   applyNeonLocalConfig,
   type NeonLocalConfig,
   type NeonProxy,
   type NeonProxyOptions,
   neonLocalConfig,
+  type SimulatedConnectFailure,
   startNeonProxy,
 } from './neon-proxy.js';

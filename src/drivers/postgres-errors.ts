@@ -87,9 +87,113 @@ export function isRetryableDatabaseError(error: unknown): boolean {
 }
 
 function retryableByCode(error: object): boolean {
+  const neon = neonHttpFailure(error);
+  if (neon !== undefined) return neon.retryable;
   const code = errorCode(error);
   if (code === undefined || code === '') {
     return error instanceof Error && CONNECTION_LOST_MESSAGE.test(error.message);
   }
   return RETRYABLE_SQLSTATES.has(code) || RETRYABLE_NETWORK_CODES.has(code);
+}
+
+/**
+ * The failures Neon's SQL-over-HTTP endpoint reports without a usable `code`, as
+ * `@neondatabase/serverless` hands them over. The driver reads the reply body only for HTTP
+ * 400; any other status becomes `Server error (HTTP status N): <body>` with no `code`, so a
+ * SQLSTATE Neon sends with a 500 is found by reading that body.
+ *
+ * | shape (message)                                        | statement ran? | retryable |
+ * |--------------------------------------------------------|----------------|-----------|
+ * | `Server error (HTTP status 500): {..."code":"53300"}`  | no (at connect) | when the SQLSTATE is in RETRYABLE_SQLSTATES |
+ * | `Server error (HTTP status 500): ...Couldn't connect to compute node` | no | yes |
+ * | `Server error (HTTP status 500): ...Control plane request failed`      | no | yes |
+ * | `Server error (HTTP status 502/503/504): ...` (an edge in front of Neon) | maybe | yes |
+ * | `Error connecting to database: TypeError: fetch failed` | maybe (the reply may be what was lost) | yes |
+ * | `connection closed` (400, code "")                     | maybe          | yes       |
+ * | `error communicating with the server: ...` (400, code "") | maybe       | yes       |
+ * | `Query cancelled, connection was terminated` (400, 08P01) | maybe; a batch rolled back | yes |
+ * | `password authentication failed for user '...'` (400, code "") | no   | no: configuration |
+ * | any other 5xx body (`could not parse postgres response`, 507 too large) | - | no |
+ *
+ * What each caller does with a retryable one, and why that is safe when the statement may
+ * have run:
+ * - **Drain (claim)**: the schedule tries again on its next tick. A claim that ran but whose
+ *   reply was lost leaves its rows leased; the lease expires and a later claim takes them, so
+ *   it costs a delay, never a message.
+ * - **Settle**: `drainOnce` repeats it at once (a few tries). Every settle names the claim
+ *   token in its WHERE clause, so a repeat after one that did commit matches zero rows and
+ *   changes nothing; if every try fails the leases expire as above.
+ * - **Kick** (the after-commit drain of just-enqueued keys): not repeated inline; the
+ *   scheduled drain delivers those rows. The enqueue itself already committed.
+ * - **An HTTP request that writes** (an enqueue with a domain write): repeat it in place only
+ *   when the statement did not run (the connect-time rows); otherwise answer 503 and let the
+ *   caller retry with its idempotency key, because a blind repeat could write twice.
+ */
+export interface NeonHttpFailure {
+  /** The HTTP status Neon answered with; undefined when no reply arrived (fetch failed). */
+  status: number | undefined;
+  /** The SQLSTATE named in a 500 body (connect-time), or the reply's code. */
+  sqlState: string | undefined;
+  /** False only for failures Neon reports before running anything (at connect). */
+  statementMayHaveRun: boolean;
+  retryable: boolean;
+}
+
+const NEON_SERVER_ERROR = /^Server error \(HTTP status (\d{3})\): ([\s\S]*)$/;
+const NEON_FETCH_FAILED = /^Error connecting to database: /;
+const NEON_CONNECT_FAILED = /Couldn't connect to compute node|Control plane request failed/;
+const NEON_CONNECTION_LOST = /^(?:connection closed|error communicating with the server)/;
+const NEON_QUERY_CANCELLED = /^Query cancelled/;
+/** Statuses from a gateway in front of Neon: the request did not get a reply from the proxy. */
+const GATEWAY_STATUSES: ReadonlySet<number> = new Set([502, 503, 504]);
+
+/**
+ * Reads a Neon HTTP driver error (`NeonDbError`) into one row of the table above; undefined
+ * for anything else, including an ordinary Postgres error with its SQLSTATE.
+ */
+export function neonHttpFailure(error: unknown): NeonHttpFailure | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const code = errorCode(error);
+  const { message } = error;
+  const server = NEON_SERVER_ERROR.exec(message);
+  if (server !== null) {
+    const status = Number(server[1]);
+    const body = parseJsonObject(server[2]!);
+    const sqlState = typeof body?.code === 'string' && body.code !== '' ? body.code : undefined;
+    const bodyMessage = typeof body?.message === 'string' ? body.message : server[2]!;
+    if (sqlState !== undefined) {
+      return {
+        status,
+        sqlState,
+        statementMayHaveRun: false,
+        retryable: RETRYABLE_SQLSTATES.has(sqlState),
+      };
+    }
+    if (NEON_CONNECT_FAILED.test(bodyMessage)) {
+      return { status, sqlState, statementMayHaveRun: false, retryable: true };
+    }
+    const retryable = GATEWAY_STATUSES.has(status);
+    return { status, sqlState, statementMayHaveRun: true, retryable };
+  }
+  if (NEON_FETCH_FAILED.test(message)) {
+    return { status: undefined, sqlState: undefined, statementMayHaveRun: true, retryable: true };
+  }
+  if ((code === '' || code === undefined) && NEON_CONNECTION_LOST.test(message)) {
+    return { status: 400, sqlState: undefined, statementMayHaveRun: true, retryable: true };
+  }
+  if (code === '08P01' && NEON_QUERY_CANCELLED.test(message)) {
+    return { status: 400, sqlState: code, statementMayHaveRun: true, retryable: true };
+  }
+  return undefined;
+}
+
+function parseJsonObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null
+      ? (value as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -14,8 +14,8 @@ import {
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { applyNeonLocalConfig, type NeonProxy, startNeonProxy } from '../src/dev/neon-proxy.js';
-import { useTestDatabase } from './support/database.js';
+import { applyNeonLocalConfig, type NeonProxy, startNeonProxy } from '../../src/dev/neon-proxy.js';
+import { useTestDatabase } from '../support/database.js';
 
 const database = useTestDatabase();
 
