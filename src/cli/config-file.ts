@@ -42,7 +42,7 @@ export async function loadConfig(
     throw configError(path, 'no such file');
   }
   const module = await importConfig(path);
-  return { config: checkConfig(path, module.default), path };
+  return { config: checkConfig(path, defaultExport(module)), path };
 }
 
 async function findDefaultConfig(cwd: string): Promise<string | undefined> {
@@ -84,6 +84,19 @@ async function importConfig(path: string): Promise<{ default?: unknown }> {
   return (import(url) as Promise<{ default?: unknown }>).catch((error: unknown) => {
     throw configError(path, reasonOf(error), error);
   });
+}
+
+/**
+ * The config object. A `.ts` or `.js` file outside a `"type": "module"` package loads as
+ * CommonJS, where `export default` arrives as `module.exports.default`: unwrap it.
+ */
+function defaultExport(module: { default?: unknown }): unknown {
+  const value = module.default;
+  if (typeof value === 'object' && value !== null && 'default' in value) {
+    const inner = (value as { default: unknown }).default;
+    if (typeof inner === 'object' && inner !== null) return inner;
+  }
+  return value;
 }
 
 /** Checks the default export's shape, so a typo or a missing `export default` says so. */
