@@ -1,5 +1,11 @@
 // The public API of outbox-relay. Everything a user imports comes from here.
 export {
+  defineConfig,
+  type OutboxCliConfig,
+  type OutboxCliContext,
+  type OutboxCliDrainConfig,
+} from './cli/config.js';
+export {
   DEFAULT_BATCH_SIZE,
   DEFAULT_CONCURRENCY,
   DEFAULT_LEASE_MS,

@@ -14,6 +14,8 @@ export interface CliIo {
   /** Errors, warnings and progress notes, one line each. */
   stderr: TextSink;
   env: Readonly<Record<string, string | undefined>>;
+  /** Where `outbox.config.*` is looked for, and `--config` is relative to. Default `process.cwd()`. */
+  cwd?: string;
   /** Asks a running drain to stop: it finishes its sends and records every outcome first. */
   signal?: AbortSignal;
 }

@@ -1,6 +1,7 @@
 /**
- * The CLI's database and outbox, from the environment: `DATABASE_URL` (required) and
- * `OUTBOX_SCHEMA` (default `outbox`), over a `pg` Pool.
+ * The CLI's database and outbox, from the environment and the config file: `DATABASE_URL`
+ * (required), and the schema from the config's `schema`, else `OUTBOX_SCHEMA` (default
+ * `outbox`), over a `pg` Pool.
  */
 import pg from 'pg';
 import type { BatchSqlExecutor } from '../core/ports.js';
@@ -12,6 +13,7 @@ import type { PostgresOutboxStore } from '../store/postgres-store.js';
 import { DEFAULT_SCHEMA } from '../store/schema-name.js';
 import { CliError, connectionFailureReason } from './cli-errors.js';
 import { type CliIo, writeNote } from './cli-io.js';
+import type { OutboxCliConfig } from './config.js';
 
 /**
  * Ten seconds to connect: a Neon compute waking from suspend answers in a second or few, and
@@ -25,13 +27,14 @@ const APPLICATION_NAME = 'outbox-cli';
 /**
  * The outbox the CLI operates on. The built-in kinds get their payload checks, so
  * `outbox enqueue` refuses a malformed email or webhook before writing it, instead of the
- * drain sending it to dead letter later. Throws `ConfigurationError` for a bad OUTBOX_SCHEMA.
+ * drain sending it to dead letter later; the config's `kinds` add to (or replace) them.
+ * Throws `ConfigurationError` for a bad schema name.
  */
-export function outboxFromEnv(env: CliIo['env']): Outbox {
-  const schema = env.OUTBOX_SCHEMA?.trim() || DEFAULT_SCHEMA;
+export function outboxFromEnv(env: CliIo['env'], config: OutboxCliConfig = {}): Outbox {
+  const schema = config.schema ?? (env.OUTBOX_SCHEMA?.trim() || DEFAULT_SCHEMA);
   return createOutbox({
     schema,
-    kinds: { email: emailPayloadValidator, webhook: webhookPayloadValidator },
+    kinds: { email: emailPayloadValidator, webhook: webhookPayloadValidator, ...config.kinds },
   });
 }
 

@@ -1,6 +1,10 @@
-/** The text `outbox --help` and `outbox <command> --help` print, built from the flag tables. */
-import { COMMAND_NAMES, COMMAND_SPECS, type CommandName } from './arguments.js';
+/**
+ * The text `outbox --help` and `outbox <command> --help` print, built from the command modules,
+ * so help and parsing cannot drift apart.
+ */
 import { ExitCode } from './cli-errors.js';
+import { type FlagTable, GLOBAL_FLAGS } from './command.js';
+import { COMMANDS, type CommandName, commandNamed } from './command-registry.js';
 
 const EXIT_CODE_LINES: readonly [number | string, string][] = [
   [ExitCode.ok, 'ok'],
@@ -14,15 +18,21 @@ const EXIT_CODE_LINES: readonly [number | string, string][] = [
   ],
   [
     ExitCode.configuration,
-    'configuration error: DATABASE_URL missing, bad OUTBOX_SCHEMA, schema not migrated, bad sender settings',
+    'configuration error: DATABASE_URL missing, bad OUTBOX_SCHEMA, schema not migrated, bad sender settings, a config file that does not load',
   ],
   [ExitCode.unreachable, 'could not connect to the database (or lost the connection)'],
   ['130/143', 'drain forced to stop by a second SIGINT/SIGTERM'],
 ];
 
+const CONFIG_LINES: readonly string[] = [
+  'Config file: outbox.config.ts (or .mjs, .js) in the current directory, or --config PATH, if',
+  'present: schema, kinds, senders, endpointSecret (webhook secrets from your own table) and',
+  'drain settings. See docs/operations.md.',
+];
+
 const ENVIRONMENT_LINES: readonly [string, string][] = [
   ['DATABASE_URL', 'postgres:// connection string (required)'],
-  ['OUTBOX_SCHEMA', 'schema holding the outbox tables (default outbox)'],
+  ['OUTBOX_SCHEMA', "schema holding the outbox tables (default outbox; the config's schema wins)"],
   ['OUTBOX_DEBUG', "1 prints stack traces and the drain's debug log on stderr"],
 ];
 
@@ -32,16 +42,20 @@ export function helpText(topic: CommandName | undefined): string {
 }
 
 function overview(): string {
-  const width = Math.max(...COMMAND_NAMES.map((name) => name.length));
+  const width = Math.max(...COMMANDS.map(({ name }) => name.length));
   return [
     'outbox: operate a transactional outbox in PostgreSQL',
     '',
     'Usage: outbox <command> [options]',
     '',
     'Commands:',
-    ...COMMAND_NAMES.map((name) => `  ${name.padEnd(width)}  ${COMMAND_SPECS[name].summary}`),
+    ...COMMANDS.map(({ name, summary }) => `  ${name.padEnd(width)}  ${summary}`),
     '',
     'Run `outbox <command> --help` for its options.',
+    '',
+    ...section('Global options (before or after the command):', flagRows(GLOBAL_FLAGS)),
+    '',
+    ...CONFIG_LINES,
     '',
     ...section('Environment:', ENVIRONMENT_LINES),
     '',
@@ -50,13 +64,17 @@ function overview(): string {
   ].join('\n');
 }
 
-function commandHelp(name: CommandName): string {
-  const spec = COMMAND_SPECS[name];
-  const flags: [string, string][] = Object.entries(spec.flags).map(([flag, option]) => {
+function flagRows(flags: FlagTable): [string, string][] {
+  return Object.entries(flags).map(([flag, option]) => {
     const short = option.short === undefined ? '' : `-${option.short}, `;
     const value = option.placeholder === undefined ? '' : ` ${option.placeholder}`;
     return [`${short}--${flag}${value}`, option.description];
   });
+}
+
+function commandHelp(name: CommandName): string {
+  const spec = commandNamed(name);
+  const flags = flagRows({ ...spec.flags, ...GLOBAL_FLAGS });
   return [
     `Usage: outbox ${name} ${spec.usage}`,
     '',

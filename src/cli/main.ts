@@ -7,13 +7,23 @@
 import { constants } from 'node:os';
 import { DEFAULT_LEASE_MS } from '../core/drain.js';
 import { FORCED_EXIT_CODE_BASE } from './cli-errors.js';
+import { parseCommandLine } from './command-line.js';
 import { runCli } from './run-cli.js';
 import { formatDuration } from './text-format.js';
 
 const argv = process.argv.slice(2);
 const stop = new AbortController();
 
-if (argv[0] === 'drain') {
+/** The command as runCli finds it (`--config x drain` is a drain too); a bad line is runCli's to report. */
+function commandOf(args: readonly string[]): string | undefined {
+  try {
+    return parseCommandLine(args).command;
+  } catch {
+    return undefined;
+  }
+}
+
+if (commandOf(argv) === 'drain') {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.on(signal, () => {
       if (!stop.signal.aborted) {

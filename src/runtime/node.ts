@@ -1,6 +1,7 @@
 /**
  * Node runtime pieces: serve the app, and run the drain on a schedule that behaves like the
- * serverless one (each tick one bounded `drainOnce`, then an occasional purge).
+ * serverless one (each tick one bounded drain, then an occasional purge): `runDrainLoop`, kept
+ * going through any failure, since it runs beside a web server.
  */
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
@@ -8,7 +9,11 @@ import type { DrainReport } from '../core/drain.js';
 import { describeError } from '../core/errors.js';
 import type { Logger } from '../core/ports.js';
 import { type PurgeReport, type PurgeStore, purgeOnce } from '../core/purge.js';
+import { DEFAULT_PURGE_INTERVAL_MS, type DrainLoopSummary, runDrainLoop } from './drain-loop.js';
 import type { Drainer } from './drainer.js';
+import { MIN_DRAIN_BUDGET_MS } from './drainer.js';
+
+export { DEFAULT_PURGE_INTERVAL_MS };
 
 export interface ServedApp {
   url: string;
@@ -43,14 +48,14 @@ export function serveApp(
 /** Five seconds: quick enough that local messages seem instant, rare enough to stay quiet. */
 export const DEFAULT_SCHEDULE_INTERVAL_MS = 5_000;
 
-/** Purge once an hour: old rows accumulate slowly; there is no hurry. */
-export const DEFAULT_PURGE_INTERVAL_MS = 60 * 60 * 1000;
-
 export interface DrainScheduleOptions {
   drain: Drainer;
   purgeStore?: PurgeStore;
   intervalMs?: number;
-  /** Each tick's drain budget; default the interval, like a cron invocation's time limit. */
+  /**
+   * Each tick's drain budget; default the interval (at least `MIN_DRAIN_BUDGET_MS`), like a
+   * cron invocation's time limit.
+   */
   budgetMs?: number;
   purgeIntervalMs?: number;
   logger: Logger;
@@ -61,61 +66,46 @@ export interface DrainScheduleOptions {
 export interface DrainSchedule {
   /** Lets the running tick finish (its drain settles everything), then stops. */
   stop(): Promise<void>;
+  /** Settles when the schedule has stopped, with its ticks and totals. */
+  stopped: Promise<DrainLoopSummary>;
 }
 
 /**
- * Ticks like a cron trigger: one bounded drain per interval, never two at once; a tick that ran
- * out of time or budget with work still due is followed at once by the next. A failed tick is
- * logged and the next one tries again; nothing is lost, because unsettled rows keep their lease.
+ * Ticks like a cron trigger, through {@link runDrainLoop}: one bounded drain at a time; a tick
+ * that ran out of time or budget with work still due is followed at once by the next. Every
+ * failed tick is logged and the next one tries again after the interval; nothing is lost,
+ * because unsettled rows keep their lease.
  */
 export function startDrainSchedule(options: DrainScheduleOptions): DrainSchedule {
   const intervalMs = options.intervalMs ?? DEFAULT_SCHEDULE_INTERVAL_MS;
-  const budgetMs = options.budgetMs ?? intervalMs;
-  const purgeIntervalMs = options.purgeIntervalMs ?? DEFAULT_PURGE_INTERVAL_MS;
-  let stopped = false;
-  let lastPurge = 0;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let wake: (() => void) | undefined;
-
-  /** Whether the last tick stopped with work still due (deadline or budget), so go again now. */
-  let moreDue = false;
-  const tick = async () => {
-    moreDue = false;
-    try {
-      const report = await options.drain({ budgetMs });
-      moreDue = report.stopReason === 'deadline' || report.stopReason === 'budget';
-      options.onTick?.(report);
-      if (options.purgeStore && Date.now() - lastPurge >= purgeIntervalMs) {
-        lastPurge = Date.now();
-        options.onPurge?.(await purgeOnce({ store: options.purgeStore }));
-      }
-    } catch (error) {
-      options.logger.error('scheduled drain failed; retrying next tick', {
+  const { purgeStore } = options;
+  const budgetMs = options.budgetMs ?? Math.max(intervalMs, MIN_DRAIN_BUDGET_MS);
+  if (!(budgetMs >= MIN_DRAIN_BUDGET_MS)) {
+    throw new RangeError(`budgetMs must be at least ${MIN_DRAIN_BUDGET_MS}, got ${budgetMs}`);
+  }
+  const stop = new AbortController();
+  const loop = runDrainLoop({
+    drain: ({ budgetMs }) => options.drain({ budgetMs }),
+    intervalMs,
+    budgetMs,
+    purge: purgeStore && (() => purgeOnce({ store: purgeStore })),
+    purgeIntervalMs: options.purgeIntervalMs,
+    signal: stop.signal,
+    onTick: options.onTick && ((report) => options.onTick?.(report)),
+    onPurge: options.onPurge && ((report) => options.onPurge?.(report)),
+    onError: ({ error, phase }) => {
+      options.logger.error(`scheduled ${phase} failed; retrying next tick`, {
         error: describeError(error),
       });
-    }
-  };
-
-  const loop = (async () => {
-    while (!stopped) {
-      await tick();
-      if (stopped) break;
-      // A tick cut short left messages due: unlike a cron trigger, we need not wait for the next.
-      if (moreDue) continue;
-      await new Promise<void>((resolve) => {
-        wake = resolve;
-        timer = setTimeout(resolve, intervalMs);
-      });
-    }
-  })();
-
+    },
+    onPermanentFailure: 'continue',
+  });
   return {
     async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      wake?.();
+      stop.abort();
       await loop;
     },
+    stopped: loop,
   };
 }
 

@@ -82,7 +82,9 @@ export function sendersFromEnv(env: EnvLike, options: SendersFromEnvOptions): Se
       .filter(Boolean),
     resolveHost: options.resolveHost,
     secretFor: async (_message, payload) => {
-      if (payload.endpointId !== undefined && lookup) return lookup(payload.endpointId);
+      // An endpoint's webhook signed with the shared secret would fail its receiver's check:
+      // with no lookup it has no secret, which the sender fails permanently.
+      if (payload.endpointId !== undefined) return lookup?.(payload.endpointId);
       return staticSecret;
     },
   });

@@ -2,6 +2,9 @@
  * `outbox drain` as the real process, delivering webhooks to a receiver on loopback: the
  * one-shot JSON report, the continuous loop, and what SIGINT and SIGTERM do to it.
  */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/database.js';
 import { waitFor } from '../support/wait-for.js';
@@ -138,5 +141,24 @@ describe('outbox drain (the process)', () => {
       'outbox: SIGINT again: exiting now; messages in flight stay claimed until their lease ends',
     );
     expect(await messageState(database.pool, id)).toBe('claimed');
+  });
+
+  it('with --config before the command, takes its interval and still stops gracefully on SIGTERM', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'outbox-drain-config-'));
+    try {
+      const config = join(dir, 'outbox.config.mjs');
+      await writeFile(config, 'export default { drain: { intervalMs: 150 } };\n');
+      const drain = startOutbox(['--config', config, 'drain'], drainEnv());
+      drains.push(drain);
+      await waitFor('the loop to start', () => drain.stderr().includes('resting 150ms when idle'));
+      await waitFor('a third tick', () => / tick 3: /.test(drain.stdout()));
+      drain.child.kill('SIGTERM');
+      const result = await drain.exited;
+      expect(result.code).toBe(0);
+      expect(result.stderr).toContain('outbox: SIGTERM: stopping once the drain in flight');
+      expect(result.stdout).toMatch(/stopped after \d+ ticks in /);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -44,6 +44,8 @@ export function startOutboxInProcess(
   args: readonly string[],
   env: Record<string, string>,
   signal?: AbortSignal,
+  /** Where the config file is looked for; default this process's directory. */
+  cwd?: string,
 ): InProcessRun {
   let stdout = '';
   let stderr = '';
@@ -52,6 +54,7 @@ export function startOutboxInProcess(
     stderr: { write: (text: string) => (stderr += text) },
     env,
     signal,
+    cwd,
   }).then((code) => ({ code, stdout, stderr }));
   return { stdout: () => stdout, stderr: () => stderr, done };
 }
@@ -60,8 +63,9 @@ export function startOutboxInProcess(
 export function runOutboxInProcess(
   args: readonly string[],
   env: Record<string, string>,
+  cwd?: string,
 ): Promise<CliResult> {
-  return startOutboxInProcess(args, env).done;
+  return startOutboxInProcess(args, env, undefined, cwd).done;
 }
 
 /** A running `node bin/outbox.mjs <args>`. */

@@ -53,3 +53,24 @@ it('lets the running tick finish before stop() resolves', async () => {
   await schedule.stop();
   expect(finished).toBe(true);
 });
+
+it('logs a failed tick, even one that is not transient, and keeps going', async () => {
+  const logged: string[] = [];
+  let ticks = 0;
+  const schedule = startDrainSchedule({
+    intervalMs: 100,
+    logger: { ...silentLogger, error: (message) => logged.push(message) },
+    drain: async () => {
+      ticks += 1;
+      if (ticks === 1) throw new TypeError('a bug in a sender');
+      return reportStopping('empty');
+    },
+  });
+  const deadline = Date.now() + 5_000;
+  while (ticks < 2 && Date.now() < deadline) await sleep(10);
+  await schedule.stop();
+  const summary = await schedule.stopped;
+  expect(logged).toEqual(['scheduled drain failed; retrying next tick']);
+  expect(summary.failedTicks).toBe(1);
+  expect(summary.ticks).toBeGreaterThanOrEqual(2);
+});

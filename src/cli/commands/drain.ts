@@ -1,201 +1,269 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import { type DrainOptions, type DrainReport, drainOnce } from '../../core/drain.js';
-import { isOutboxError } from '../../core/errors.js';
-import type { Logger } from '../../core/ports.js';
-import { isRetryableDatabaseError } from '../../drivers/postgres-errors.js';
-import { budgetedTimeouts } from '../../runtime/drainer.js';
-import { sendersFromEnv } from '../../runtime/senders-from-env.js';
-import { nodeHostResolver } from '../../senders/webhook/node-host-resolver.js';
-import { decodeWebhookSecret } from '../../senders/webhook/webhook-signature.js';
-import type { PostgresOutboxStore } from '../../store/postgres-store.js';
-import type { DrainArguments } from '../arguments.js';
-import { CliError, describeFailure, ExitCode, isConnectionError } from '../cli-errors.js';
-import { type CliIo, isDebug, writeJson, writeLine, writeNote } from '../cli-io.js';
+import { type DrainOptions, drainOnce, MAX_BATCH_SIZE, MAX_CONCURRENCY } from '../../core/drain.js';
+import { isTransientDrainFailure, runDrainLoop } from '../../runtime/drain-loop.js';
+import { budgetedTimeouts, MIN_DRAIN_BUDGET_MS } from '../../runtime/drainer.js';
+import { describeFailure, ExitCode, isConnectionError, usageError } from '../cli-errors.js';
+import { writeJson, writeLine, writeNote } from '../cli-io.js';
+import { type CommandContext, defineCommand } from '../command.js';
+import type { OutboxCliDrainConfig } from '../config.js';
+import { configError } from '../config-file.js';
 import { outboxFromEnv, withDatabase } from '../database-from-env.js';
-import { count, formatDuration, formatTime } from '../text-format.js';
-
-/** The report fields a continuous drain adds up across ticks. */
-const TOTALLED = ['claimed', 'delivered', 'retried', 'dead', 'released', 'stale', 'sends'] as const;
-
-type Totals = Record<(typeof TOTALLED)[number], number>;
+import { cliLogger, describeReport, summaryJson, summaryLine, tickLine } from '../drain-output.js';
+import { drainSenders } from '../drain-senders.js';
+import { optionalInteger, parseDuration, parseInteger } from '../flag-values.js';
+import { formatDuration, formatTime } from '../text-format.js';
 
 /**
- * `outbox drain`: runs `drainOnce` with senders built from the environment, the way the deployed
- * functions do. With `--once`, one drain and its report. Otherwise a drain per tick, resting
- * `--interval` after a tick that left nothing due, until `io.signal` aborts: the drain in
- * flight then finishes its sends and records every outcome, and the command exits 0.
+ * Five seconds between drains when the last one found nothing: a new message waits a few
+ * seconds at most, and an idle outbox costs two small queries per tick.
  */
-export async function runDrain(args: DrainArguments, io: CliIo): Promise<ExitCode> {
-  const outbox = outboxFromEnv(io.env);
-  return withDatabase(io, outbox, async ({ store }) => {
-    const logger = cliLogger(io);
-    const { senders, skipped } = sendersFromEnv(io.env, { resolveHost: nodeHostResolver });
-    for (const { kind, reason } of skipped) writeNote(io, `not draining ${kind}: ${reason}`);
-    checkWebhookSecret(io);
+export const DEFAULT_DRAIN_INTERVAL_MS = 5_000;
+
+/** Below this the loop only hammers the database; nothing is delivered sooner. */
+export const MIN_DRAIN_INTERVAL_MS = 100;
+
+/** Node timers cannot wait longer (2^31 - 1 ms, about 24.8 days); longer ones fire at once. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * A minute per tick when draining continuously with no `--budget-ms`: a busy outbox still
+ * gets a progress line (and a lag reading) every minute instead of one drain that never ends.
+ */
+export const DEFAULT_TICK_BUDGET_MS = 60_000;
+
+/**
+ * The smallest per-tick deadline: send and round-trip timeouts shrink to fit a budget, but
+ * below a second a send gets under half a second, too little for a real provider.
+ */
+export const MIN_TICK_BUDGET_MS = MIN_DRAIN_BUDGET_MS;
+
+/** The flags as given; what is not given comes from the config file, then the defaults. */
+export interface DrainArguments {
+  once: boolean;
+  /** Pause after a drain that found nothing left. */
+  intervalMs: number | undefined;
+  /** Deadline of each drain, from its start. */
+  budgetMs: number | undefined;
+  batchSize: number | undefined;
+  concurrency: number | undefined;
+  json: boolean;
+}
+
+/** The fields a config's `drain` may set; anything else is refused, not passed to drainOnce. */
+const DRAIN_CONFIG_FIELDS: ReadonlySet<string> = new Set<keyof OutboxCliDrainConfig>([
+  'batchSize',
+  'concurrency',
+  'leaseMs',
+  'sendTimeoutMs',
+  'backoff',
+  'deadHeadBlocks',
+  'prefetch',
+  'intervalMs',
+  'budgetMs',
+]);
+
+/** Flags over the config's `drain`, over the defaults. */
+interface DrainSettings extends OutboxCliDrainConfig {
+  intervalMs: number;
+  /** undefined: no deadline (`--once` with no budget given anywhere). */
+  budgetMs: number | undefined;
+}
+
+/**
+ * `outbox drain`: runs `drainOnce` with senders built from the environment and the config
+ * file. With `--once`, one drain and its report. Otherwise `runDrainLoop` until `io.signal`
+ * aborts: the drain in flight then finishes its sends and records every outcome, and the
+ * command exits 0.
+ */
+export const drainCommand = defineCommand({
+  name: 'drain',
+  summary: 'deliver due messages, once or on an interval',
+  usage: '[--once] [--interval 5s] [--budget-ms N] [--batch-size N] [--concurrency N] [--json]',
+  details: [
+    "Senders come from the environment, as in the deployed functions: webhooks always (OUTBOX_WEBHOOK_SECRET, OUTBOX_ENV, OUTBOX_WEBHOOK_ALLOW_HOSTS), email when SES credentials are set. The config file's senders replace them kind by kind, and its endpointSecret signs webhooks that name an endpointId (without it, those go to dead letter). Kinds without a sender are left pending and named on stderr.",
+    'Without --once, drains every --interval and prints a line per tick (delivered, retried, dead, lag); a drain cut short by its budget is followed at once, a failed one that may pass (lost connection, Neon suspending) is retried after the interval. The first Ctrl-C (or SIGTERM) lets the running drain finish its sends and record every outcome, then exits 0; a second one exits at once, leaving messages in flight claimed until their lease expires.',
+    '--json with --once prints the drain report; without --once, one JSON line per tick and a final summary line.',
+  ],
+  flags: {
+    once: {
+      type: 'boolean',
+      description: 'drain until nothing is due (or the budget ends), then exit',
+    },
+    interval: {
+      type: 'string',
+      placeholder: 'DURATION',
+      description: `pause between drains when nothing was left (default ${DEFAULT_DRAIN_INTERVAL_MS / 1000}s)`,
+    },
+    'budget-ms': {
+      type: 'string',
+      placeholder: 'N',
+      description: `deadline of each drain in ms, at least ${MIN_TICK_BUDGET_MS} (default: none with --once, ${DEFAULT_TICK_BUDGET_MS} per tick otherwise)`,
+    },
+    'batch-size': {
+      type: 'string',
+      placeholder: 'N',
+      description: `rows per claim, 1 to ${MAX_BATCH_SIZE} (default 25)`,
+    },
+    concurrency: {
+      type: 'string',
+      placeholder: 'N',
+      description: `sends in flight, 1 to ${MAX_CONCURRENCY} (default 10)`,
+    },
+    json: { type: 'boolean', description: 'JSON on stdout: the report, or one line per tick' },
+  },
+  parse(input): DrainArguments {
+    const once = input.has('once');
+    const interval = input.string('interval');
+    if (once && interval !== undefined) {
+      throw usageError('--interval: has no effect with --once; give one or the other');
+    }
+    const intervalMs = interval === undefined ? undefined : parseDuration(interval, '--interval');
+    if (intervalMs !== undefined && !isTimerInterval(intervalMs)) {
+      throw usageError(`--interval: must be from ${intervalRange()}, got ${interval}`);
+    }
+    const budget = input.string('budget-ms');
+    return {
+      once,
+      intervalMs,
+      budgetMs:
+        budget === undefined
+          ? undefined
+          : parseInteger(budget, '--budget-ms', MIN_TICK_BUDGET_MS, Number.MAX_SAFE_INTEGER, {
+              why: '(each send gets at most half the budget)',
+            }),
+      batchSize: optionalInteger(input.string('batch-size'), '--batch-size', 1, MAX_BATCH_SIZE),
+      concurrency: optionalInteger(
+        input.string('concurrency'),
+        '--concurrency',
+        1,
+        MAX_CONCURRENCY,
+      ),
+      json: input.has('json'),
+    };
+  },
+  run: runDrain,
+});
+
+function isTimerInterval(ms: number): boolean {
+  return ms >= MIN_DRAIN_INTERVAL_MS && ms <= MAX_TIMER_MS;
+}
+
+function intervalRange(): string {
+  return `${MIN_DRAIN_INTERVAL_MS}ms to ${Math.floor(MAX_TIMER_MS / 86_400_000)}d`;
+}
+
+async function runDrain(args: DrainArguments, context: CommandContext): Promise<ExitCode> {
+  const { io, config, configPath } = context;
+  const settings = drainSettings(args, config.drain ?? {}, configPath);
+  const outbox = outboxFromEnv(io.env, config);
+  return withDatabase(io, outbox, async ({ db, store }) => {
+    const senders = await drainSenders({ io, config, configPath, context: { db, env: io.env } });
+    const { intervalMs, budgetMs, ...drainConfig } = settings;
     const options: DrainOptions = {
+      ...drainConfig,
       store,
       senders,
-      batchSize: args.batchSize,
-      concurrency: args.concurrency,
       signal: io.signal,
-      logger,
+      logger: cliLogger(io),
     };
+    const budgetFor = (ms: number | undefined) => (ms === undefined ? {} : budgetedTimeouts(ms));
     if (args.once) {
-      const report = await drainOnce({ ...options, ...budgetFor(args.budgetMs) });
+      const report = await drainOnce({ ...options, ...budgetFor(budgetMs) });
       if (args.json) writeJson(io.stdout, report);
       else writeLine(io.stdout, describeReport(report));
       return ExitCode.ok;
     }
-    return drainContinuously(args, io, options, store);
+    writeNote(
+      io,
+      `draining ${Object.keys(senders).join(', ')}, resting ${formatDuration(intervalMs)} when idle; Ctrl-C to stop`,
+    );
+    const summary = await runDrainLoop({
+      drain: ({ budgetMs: tickBudgetMs, signal }) =>
+        drainOnce({ ...options, signal, ...budgetFor(tickBudgetMs) }),
+      intervalMs,
+      budgetMs: budgetMs ?? DEFAULT_TICK_BUDGET_MS,
+      signal: io.signal ?? new AbortController().signal,
+      onTick: async (report, tick) => {
+        const { lagMs } = await store.stats(new Date());
+        if (args.json) writeJson(io.stdout, { type: 'tick', tick, ...report, lagMs });
+        else
+          writeLine(
+            io.stdout,
+            `${formatTime(new Date())} tick ${tick}: ${tickLine(report, lagMs)}`,
+          );
+      },
+      // Connection failures the CLI knows (a refused login, too many clients) pass too.
+      isTransient: (error) => isTransientDrainFailure(error) || isConnectionError(error),
+      onError: ({ error, tick, willRetry }) => {
+        if (!willRetry) return;
+        writeNote(
+          io,
+          `tick ${tick} failed: ${describeFailure(error).message}; trying again in ${formatDuration(intervalMs)}`,
+        );
+      },
+      onPermanentFailure: 'stop',
+    });
+    writeLine(io.stdout, args.json ? JSON.stringify(summaryJson(summary)) : summaryLine(summary));
+    return ExitCode.ok;
   });
 }
 
-async function drainContinuously(
+/**
+ * Flags win over the config's `drain`, which wins over the defaults. The config's numbers get
+ * the flags' checks, as configuration errors naming the file.
+ */
+function drainSettings(
   args: DrainArguments,
-  io: CliIo,
-  options: DrainOptions,
-  store: PostgresOutboxStore,
-): Promise<ExitCode> {
-  const kinds = Object.keys(options.senders).join(', ');
-  writeNote(
-    io,
-    `draining ${kinds}, resting ${formatDuration(args.intervalMs)} when idle; Ctrl-C to stop`,
-  );
-  const startedAt = Date.now();
-  const totals: Totals = {
-    claimed: 0,
-    delivered: 0,
-    retried: 0,
-    dead: 0,
-    released: 0,
-    stale: 0,
-    sends: 0,
-  };
-  let ticks = 0;
-  let failedTicks = 0;
-  while (!io.signal?.aborted) {
-    ticks += 1;
-    let rest = true;
-    try {
-      const report = await drainOnce({ ...options, ...budgetFor(args.budgetMs) });
-      for (const field of TOTALLED) totals[field] += report[field];
-      // A tick cut short by its deadline or budget left work due: go again without resting.
-      rest = report.stopReason === 'empty' || report.stopReason === 'aborted';
-      const { lagMs } = await store.stats(new Date());
-      if (args.json) {
-        writeJson(io.stdout, { type: 'tick', tick: ticks, ...report, lagMs });
-      } else {
-        writeLine(io.stdout, `${formatTime(new Date())} tick ${ticks}: ${tickLine(report, lagMs)}`);
-      }
-    } catch (error) {
-      // A database blip (Neon suspending, a failover, a deadlock) must not end a long-running
-      // drain. Anything else will not fix itself by waiting: it stops the command.
-      if (!isTransientDatabaseFailure(error)) throw error;
-      failedTicks += 1;
-      writeNote(
-        io,
-        `tick ${ticks} failed: ${describeFailure(error).message}; trying again in ${formatDuration(args.intervalMs)}`,
+  config: OutboxCliDrainConfig,
+  configPath: string | undefined,
+): DrainSettings {
+  const where = configPath ?? 'outbox.config';
+  for (const field of Object.keys(config)) {
+    if (!DRAIN_CONFIG_FIELDS.has(field)) {
+      throw configError(
+        where,
+        `unknown field drain.${field}; expected ${[...DRAIN_CONFIG_FIELDS].join(', ')}`,
       );
     }
-    if (rest) await pause(args.intervalMs, io.signal);
   }
-  const durationMs = Date.now() - startedAt;
-  if (args.json) {
-    writeJson(io.stdout, { type: 'summary', ticks, failedTicks, ...totals, durationMs });
-  } else {
-    const failed = failedTicks === 0 ? '' : ` (${failedTicks} failed)`;
-    writeLine(
-      io.stdout,
-      `stopped after ${count(ticks, 'tick')}${failed} in ${formatDuration(durationMs)}: ${outcomes(totals)}`,
-    );
-  }
-  return ExitCode.ok;
-}
-
-/**
- * Lost or refused connections, retryable SQLSTATEs, and a drain that could not record its
- * outcomes (its rows keep their lease; a later tick takes them).
- */
-function isTransientDatabaseFailure(error: unknown): boolean {
-  return (
-    isConnectionError(error) ||
-    isRetryableDatabaseError(error) ||
-    (isOutboxError(error) && error.code === 'OUTBOX_DATABASE')
-  );
-}
-
-/** A deadline with send and round-trip timeouts scaled to fit it; no budget, no deadline. */
-function budgetFor(budgetMs: number | undefined): Partial<DrainOptions> {
-  return budgetMs === undefined ? {} : budgetedTimeouts(budgetMs);
-}
-
-/**
- * The webhook sender reads OUTBOX_WEBHOOK_SECRET only when it signs, and a missing or malformed
- * secret is a permanent failure there: every such webhook would go to dead letter. Say so at
- * startup instead: refuse a malformed secret, warn about a missing one.
- */
-function checkWebhookSecret(io: CliIo): void {
-  const secret = io.env.OUTBOX_WEBHOOK_SECRET?.trim();
-  if (!secret) {
-    writeNote(
-      io,
-      'OUTBOX_WEBHOOK_SECRET is not set: webhooks whose payload names no endpointId cannot be signed and will go to dead letter',
-    );
-    return;
-  }
-  try {
-    decodeWebhookSecret(secret);
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new CliError('CLI_CONFIGURATION', `OUTBOX_WEBHOOK_SECRET: ${reason}`);
-  }
-}
-
-/** Resolves after `ms`, or as soon as `signal` aborts. */
-async function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  await sleep(ms, undefined, { signal }).catch(() => {});
-}
-
-function outcomes(
-  counts: Pick<DrainReport, 'delivered' | 'retried' | 'dead' | 'released' | 'stale'>,
-): string {
-  const parts = [
-    `delivered ${counts.delivered}`,
-    `retried ${counts.retried}`,
-    `dead ${counts.dead}`,
-    `released ${counts.released}`,
-  ];
-  // Stale settles are rare (another drain re-claimed after a lease expired): show them only then.
-  if (counts.stale > 0) parts.push(`stale ${counts.stale}`);
-  return parts.join(', ');
-}
-
-function describeReport(report: DrainReport): string {
-  return `${outcomes(report)} in ${formatDuration(report.durationMs)} (${count(report.batches, 'batch', 'batches')}, stopped: ${report.stopReason})`;
-}
-
-function tickLine(report: DrainReport, lagMs: number): string {
-  return `${outcomes(report)}, lag ${formatDuration(lagMs)}`;
-}
-
-/**
- * The drain's log on stderr: warnings and errors always (stale settles, messages set aside at
- * claim), info and debug with OUTBOX_DEBUG=1.
- */
-function cliLogger(io: CliIo): Logger {
-  const debug = isDebug(io);
-  const write = (level: string, message: string, fields?: Record<string, unknown>) => {
-    const details = fields === undefined ? '' : ` ${JSON.stringify(fields)}`;
-    writeNote(io, `${level}: ${message}${details}`);
+  const checked = (
+    field: keyof OutboxCliDrainConfig,
+    valid: (n: number) => boolean,
+    rule: string,
+  ) => {
+    const value = config[field];
+    if (value === undefined) return undefined;
+    if (typeof value !== 'number' || !valid(value)) {
+      throw configError(where, `drain.${field} must be ${rule}, got ${JSON.stringify(value)}`);
+    }
+    return value;
   };
-  return {
-    debug: (message, fields) => {
-      if (debug) write('debug', message, fields);
-    },
-    info: (message, fields) => {
-      if (debug) write('info', message, fields);
-    },
-    warn: (message, fields) => write('warn', message, fields),
-    error: (message, fields) => write('error', message, fields),
-  };
+  const integerIn = (min: number, max: number) => (n: number) =>
+    Number.isSafeInteger(n) && n >= min && n <= max;
+  const intervalMs =
+    args.intervalMs ??
+    checked('intervalMs', isTimerInterval, `a number of ms from ${intervalRange()}`) ??
+    DEFAULT_DRAIN_INTERVAL_MS;
+  const budgetMs =
+    args.budgetMs ??
+    checked(
+      'budgetMs',
+      integerIn(MIN_TICK_BUDGET_MS, Number.MAX_SAFE_INTEGER),
+      `a whole number of ms, at least ${MIN_TICK_BUDGET_MS}`,
+    ) ??
+    (args.once ? undefined : DEFAULT_TICK_BUDGET_MS);
+  const batchSize =
+    args.batchSize ??
+    checked(
+      'batchSize',
+      integerIn(1, MAX_BATCH_SIZE),
+      `a whole number from 1 to ${MAX_BATCH_SIZE}`,
+    );
+  const concurrency =
+    args.concurrency ??
+    checked(
+      'concurrency',
+      integerIn(1, MAX_CONCURRENCY),
+      `a whole number from 1 to ${MAX_CONCURRENCY}`,
+    );
+  return { ...config, intervalMs, budgetMs, batchSize, concurrency };
 }

@@ -1,0 +1,87 @@
+/**
+ * The shape of `outbox.config.ts`: what a project tells the `outbox` command beyond the
+ * environment. Types only and `defineConfig`, so a config file imports nothing heavy.
+ */
+import type { DrainOptions } from '../core/drain.js';
+import type { SqlExecutor } from '../core/ports.js';
+import type { SenderRegistry } from '../core/sender.js';
+import type { OutboxOptions } from '../outbox.js';
+
+/**
+ * What the CLI hands a config's functions when they run: its database connection (the
+ * `DATABASE_URL` pool, so a lookup reads your own tables), and its environment.
+ */
+export interface OutboxCliContext {
+  db: SqlExecutor;
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+/** Drain settings; command-line flags win over these. */
+export interface OutboxCliDrainConfig
+  extends Pick<
+    DrainOptions,
+    | 'batchSize'
+    | 'concurrency'
+    | 'leaseMs'
+    | 'sendTimeoutMs'
+    | 'backoff'
+    | 'deadHeadBlocks'
+    | 'prefetch'
+  > {
+  /** Rest between drains when one found nothing left (`--interval`). */
+  intervalMs?: number;
+  /** Each continuous drain's deadline (`--budget-ms`). */
+  budgetMs?: number;
+}
+
+/**
+ * The default export of `outbox.config.ts` (or `.mjs`, `.js`). Every field is optional; a field
+ * left out keeps the environment-based default.
+ *
+ * @example
+ * // outbox.config.ts
+ * import { defineConfig } from 'outbox-relay';
+ *
+ * export default defineConfig({
+ *   endpointSecret: async (endpointId, { db }) => {
+ *     const { rows } = await db.query<{ secret: string }>(
+ *       'SELECT secret FROM my_hooks WHERE id = $1 AND enabled',
+ *       [endpointId],
+ *     );
+ *     return rows[0]?.secret;
+ *   },
+ *   drain: { batchSize: 50 },
+ * });
+ */
+export interface OutboxCliConfig {
+  /** Schema of the outbox tables; wins over `OUTBOX_SCHEMA`. */
+  schema?: string;
+  /** Your own kinds and their payload checks, as `createOutbox({ kinds })` takes them. */
+  kinds?: OutboxOptions['kinds'];
+  /**
+   * Senders by kind, replacing the environment-built one of the same kind (email from SES
+   * variables, webhook from `OUTBOX_WEBHOOK_*`). A function is called once the database is
+   * connected.
+   */
+  senders?:
+    | SenderRegistry
+    | ((context: OutboxCliContext) => SenderRegistry | Promise<SenderRegistry>);
+  /**
+   * The signing secret of the webhook endpoint a payload names by `endpointId`, for the
+   * environment-built webhook sender. `undefined` means the endpoint is gone or disabled: the
+   * message fails permanently. A throw is retried. Without this, webhooks naming an endpoint
+   * fail permanently.
+   */
+  endpointSecret?: (endpointId: string, context: OutboxCliContext) => Promise<string | undefined>;
+  drain?: OutboxCliDrainConfig;
+}
+
+/**
+ * Types an `outbox.config.ts` default export; returns it unchanged.
+ *
+ * @example
+ * export default defineConfig({ schema: 'jobs', drain: { concurrency: 4 } });
+ */
+export function defineConfig(config: OutboxCliConfig): OutboxCliConfig {
+  return config;
+}
