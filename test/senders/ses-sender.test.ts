@@ -386,8 +386,26 @@ describe('sesConfigFromEnv', () => {
 
   it('names every missing variable', () => {
     expect(() => sesConfigFromEnv({ AWS_ACCESS_KEY_ID: 'AKID' })).toThrow(
-      /AWS_REGION, AWS_SECRET_ACCESS_KEY/,
+      /OUTBOX_SES_REGION \(or AWS_REGION\), AWS_SECRET_ACCESS_KEY/,
     );
+  });
+
+  it('calls SES in OUTBOX_SES_REGION, not the runtime region Lambda reserves AWS_REGION for', () => {
+    const config = sesConfigFromEnv({
+      OUTBOX_SES_REGION: 'eu-west-1',
+      AWS_REGION: 'us-east-2',
+      AWS_ACCESS_KEY_ID: 'AKID',
+      AWS_SECRET_ACCESS_KEY: 'secret',
+    });
+    expect(config.region).toBe('eu-west-1');
+  });
+
+  it('refuses a region that is not one, naming the variable it came from', () => {
+    const credentials = { AWS_ACCESS_KEY_ID: 'AKID', AWS_SECRET_ACCESS_KEY: 'secret' };
+    expect(() => sesConfigFromEnv({ ...credentials, OUTBOX_SES_REGION: 'Ireland' })).toThrow(
+      /OUTBOX_SES_REGION must be an AWS region such as us-east-1, got "Ireland"/,
+    );
+    expect(() => sesConfigFromEnv({ ...credentials, AWS_REGION: 'us-east-1 ' })).not.toThrow();
   });
 
   it('refuses a config that cannot work, at construction', () => {
