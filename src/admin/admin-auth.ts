@@ -192,3 +192,18 @@ async function csrfTokenMatches(
   }
   return given !== undefined && (await admin.signer!.csrfTokenMatches(session, given));
 }
+
+/**
+ * A Bearer-token guard for a host app's own admin routes beside `outboxAdmin` (the reference
+ * service's `POST /admin/migrate`): 404 without a token configured, 401 for a missing or wrong
+ * one, in the same JSON shape. It keeps no state, so it does not throttle; keep such routes few.
+ */
+export function adminBearerAuth(token: string | undefined): MiddlewareHandler {
+  return async (c, next) => {
+    if (!token) return errorResponse(c, 404, 'not found');
+    const header = c.req.header('authorization');
+    if (header === undefined || !/^bearer /i.test(header)) return unauthorized(c);
+    if (!(await tokensMatch(header.slice('bearer '.length).trim(), token))) return unauthorized(c);
+    return next();
+  };
+}

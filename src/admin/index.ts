@@ -1,5 +1,5 @@
 // `outbox-relay/admin`: the admin API, metrics and dashboard as a Hono app to mount in yours.
-export { ADMIN_CSP, CSRF_FIELD, CSRF_HEADER } from './admin-auth.js';
+export { ADMIN_CSP, adminBearerAuth, CSRF_FIELD, CSRF_HEADER } from './admin-auth.js';
 export type {
   AdminAuth,
   AdminDrainRequest,

@@ -1,7 +1,6 @@
 /** Dashboard pages for messages: a filtered, paged list, and one message shown whole. */
 import { html } from 'hono/html';
 import { MESSAGE_STATES, type MessageRecord, type MessageState } from '../core/outbox-store.js';
-import { formatTime } from './display-format.js';
 import type { Markup } from './markup.js';
 import { errorCell, messageLink, payloadText, stateBadge, timeCell } from './message-cells.js';
 import { csrfField, type Flash, type PageFrame, signedInPage } from './page-layout.js';
@@ -118,7 +117,7 @@ export function messagePage(frame: PageFrame, message: MessageRecord, flash: Fla
     ${message.lastError ? html`<pre class="whole last-error">${message.lastError}</pre>` : html`<p class="empty">None.</p>`}
   </section>
   <section class="panel">
-    <div class="panel-head"><h2>Payload</h2><span class="muted">as of ${formatTime(now)} UTC</span></div>
+    <div class="panel-head"><h2>Payload</h2></div>
     <pre class="whole payload">${payloadText(message)}</pre>
   </section>`,
     flash,

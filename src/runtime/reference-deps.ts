@@ -15,13 +15,13 @@
  */
 import { neon, neonConfig } from '@neondatabase/serverless';
 import { type Context, Hono } from 'hono';
+import { adminBearerAuth } from '../admin/index.js';
 import { type DrainReport, drainOnce } from '../core/drain.js';
 import { ConfigurationError, describeError } from '../core/errors.js';
 import type { BatchSqlExecutor, Logger, SqlExecutor } from '../core/ports.js';
 import type { PurgeReport } from '../core/purge.js';
 import type { SenderRegistry } from '../core/sender.js';
 import { neonHttpExecutor } from '../drivers/neon-http.js';
-import { adminAuth } from '../http/admin-auth.js';
 import { createApp } from '../http/app.js';
 import type { AppEnv } from '../http/app-deps.js';
 import { errorResponse } from '../http/errors.js';
@@ -231,7 +231,7 @@ export function serviceRouter(
   forward: (request: Request, c: Context) => Promise<Response>,
 ): Hono {
   const router = new Hono();
-  router.post(MIGRATE_PATH, adminAuth(service.adminToken), async (c) =>
+  router.post(MIGRATE_PATH, adminBearerAuth(service.adminToken), async (c) =>
     c.json(await migrateReferenceService(service)),
   );
   router.all('*', (c) => forward(c.req.raw, c));
