@@ -80,7 +80,7 @@ export function identifyAdmin(admin: ResolvedAdmin): MiddlewareHandler<AdminEnv>
       const waitMs = admin.throttle.waitMs(address);
       if (waitMs > 0) return tooManyAttempts(c, waitMs);
       if (!(await tokensMatch(header.slice('bearer '.length).trim(), token))) {
-        admin.throttle.recordFailure(address);
+        recordFailedLogin(admin, address, 'bearer');
         return unauthorized(c);
       }
       admin.throttle.recordSuccess(address);
@@ -115,6 +115,16 @@ export function requireAdmin(
 /** Middlewares run in order as one (`hono/combine`'s `every`), typed for the admin app. */
 export function chain(...middlewares: MiddlewareHandler<AdminEnv>[]): MiddlewareHandler<AdminEnv> {
   return every(...(middlewares as MiddlewareHandler[])) as MiddlewareHandler<AdminEnv>;
+}
+
+/** Counts a wrong token toward the address's wait, and tells the operator's log. */
+export function recordFailedLogin(
+  admin: ResolvedAdmin,
+  address: string,
+  via: 'bearer' | 'form',
+): void {
+  const waitMs = admin.throttle.recordFailure(address);
+  admin.logger.warn('admin sign-in with a wrong token', { client: address, via, waitMs });
 }
 
 /** The throttle's key for this request's client. */

@@ -22,6 +22,7 @@ import {
   chain,
   clientKey,
   isHttps,
+  recordFailedLogin,
   requireAdmin,
   setSessionCookie,
   tokensMatch,
@@ -105,7 +106,7 @@ export function registerDashboardRoutes(
     const form = await c.req.parseBody();
     const token = typeof form.token === 'string' ? form.token.trim() : '';
     if (token === '' || !(await tokensMatch(token, admin.token!))) {
-      admin.throttle.recordFailure(address);
+      recordFailedLogin(admin, address, 'form');
       return render(c, 401, loginPage(paths, { error: 'That token is not right. Try again.' }));
     }
     admin.throttle.recordSuccess(address);

@@ -1,5 +1,6 @@
 import { ValidationError } from '../core/errors.js';
 import type { JsonValue } from '../core/message.js';
+import { isMessageId } from '../core/message-id.js';
 import {
   type ClaimedMessage,
   type ClaimRequest,
@@ -319,7 +320,7 @@ function toDateOrNull(value: unknown): Date | null {
 const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function parseId(id: string): string {
-  if (!/^[1-9][0-9]{0,18}$/.test(id)) throw new ValidationError('id', 'expected a message id');
+  if (!isMessageId(id)) throw new ValidationError('id', 'expected a message id');
   return id;
 }
 
@@ -346,7 +347,7 @@ function decodeCursor(cursor: string): { at: Date; id: string } {
   }
   const [at, id] = text.split('|');
   const time = new Date(at ?? '');
-  if (!id || Number.isNaN(time.getTime()) || !/^[1-9][0-9]{0,18}$/.test(id)) {
+  if (!id || Number.isNaN(time.getTime()) || !isMessageId(id)) {
     throw new ValidationError('cursor', 'is not a cursor this API returned');
   }
   return { at: time, id };

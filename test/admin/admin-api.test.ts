@@ -161,11 +161,14 @@ describe('the admin API', () => {
     expect(pages).toBe(3);
     expect(seen.sort()).toEqual([...wanted].sort());
 
-    const forged = await app.request('/admin/messages?state=delivered&cursor=bm9wZQ', {
-      headers: auth,
-    });
-    expect(forged.status).toBe(400);
-    expect((await forged.json()).issues[0].path).toEqual(['cursor']);
+    const pastBigint = btoa(`2020-01-01T00:00:00.000Z|${MAX_MESSAGE_ID + 1n}`);
+    for (const cursor of ['bm9wZQ', pastBigint]) {
+      const forged = await app.request(`/admin/messages?state=delivered&cursor=${cursor}`, {
+        headers: auth,
+      });
+      expect(forged.status, cursor).toBe(400);
+      expect((await forged.json()).issues[0].path).toEqual(['cursor']);
+    }
   });
 
   it('serves stats, lists, retries, discards, drains and metrics with the token', async () => {
