@@ -53,7 +53,7 @@ describe('the admin API', () => {
     expect((await app.request('/admin')).status).toBe(404);
     expect((await app.request('/admin/login', { method: 'POST' })).status).toBe(404);
     // The host app's own routes are untouched.
-    expect(await (await app.request('/')).text()).toBe('the host app');
+    expect(await (await app.request('/host')).text()).toBe('the host app');
   });
 
   it('admin JSON replies carry no-store and nosniff', async () => {
@@ -73,7 +73,7 @@ describe('the admin API', () => {
       expect(reply.headers.get('content-security-policy')).toContain("default-src 'none'");
     }
     // Mounted, the admin app adds nothing to the host app's other replies.
-    const host = await app.request('/');
+    const host = await app.request('/host');
     expect(host.headers.get('cache-control')).toBeNull();
     expect(host.headers.get('content-security-policy')).toBeNull();
   });

@@ -26,7 +26,7 @@ export function mountAdmin(
 ): Hono {
   const { at = '/admin', ...rest } = options;
   const app = new Hono();
-  app.get('/', (c) => c.text('the host app'));
+  app.get('/host', (c) => c.text('the host app'));
   app.route(
     at,
     outboxAdmin({
