@@ -29,5 +29,5 @@ export {
   FAILED_LOGIN_FREE_ATTEMPTS,
   FAILED_LOGIN_MAX_DELAY_MS,
 } from './login-throttle.js';
-export { prometheusText } from './metrics.js';
+export { type HourTotals, prometheusText } from './metrics.js';
 export { outboxAdmin } from './outbox-admin.js';
