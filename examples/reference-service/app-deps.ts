@@ -50,7 +50,7 @@ export interface AppDeps {
 
 /** Hono's context variables for this app. */
 export type AppEnv = {
-  Variables: { requestId: string; adminAuth: 'bearer' | 'cookie' };
+  Variables: { requestId: string };
 };
 
 /**

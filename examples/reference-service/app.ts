@@ -3,10 +3,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
 import { describeError } from 'outbox-relay';
-// TEMPORARY until outboxAdmin lands: the old admin, deep-imported.
-import { adminAuth } from '../../src/http/admin-auth.js';
-import { adminRoutes } from '../../src/http/admin-routes.js';
-import { dashboardRoutes, LOGIN_PATH } from '../../src/http/dashboard.js';
+import { outboxAdmin } from 'outbox-relay/admin';
 import { type AppDeps, type AppEnv, resolveDeps } from './app-deps.js';
 import { domainRoutes } from './domain-routes.js';
 import { errorResponse } from './errors.js';
@@ -34,10 +31,17 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   );
 
   app.route('/', domainRoutes(resolved));
-  // `/admin/*` covers `/admin` too; the sign-in form there is the one anonymous path.
-  app.use('/admin/*', adminAuth(resolved.adminToken, { allowAnonymous: [LOGIN_PATH] }));
-  app.route('/admin', adminRoutes(resolved));
-  app.route('/admin', dashboardRoutes(resolved));
+  // The library's admin app, mounted the way any user mounts it.
+  app.route(
+    '/admin',
+    outboxAdmin({
+      store: resolved.store,
+      token: resolved.adminToken,
+      drain: resolved.drain,
+      clock: resolved.clock,
+      logger: resolved.logger,
+    }),
+  );
 
   app.notFound((c) => errorResponse(c, 404, `no route for ${c.req.method} ${c.req.path}`));
   app.onError((error, c) => {

@@ -37,6 +37,7 @@ import {
   sendersFromEnv,
   switchFromEnv,
 } from 'outbox-relay';
+import { adminBearerAuth } from 'outbox-relay/admin';
 import { applyNeonLocalProxy } from 'outbox-relay/neon-local';
 import { createApp } from './app.js';
 import type { AppEnv } from './app-deps.js';
@@ -159,14 +160,7 @@ export function serviceRouter(
   forward: (request: Request, c: Context) => Promise<Response>,
 ): Hono {
   const router = new Hono();
-  router.post(MIGRATE_PATH, async (c, next) => {
-    if (!service.adminToken) return errorResponse(c, 404, 'not found');
-    const given = c.req.header('authorization')?.replace(/^Bearer\s+/i, '') ?? '';
-    if (!(await tokensMatch(given, service.adminToken))) {
-      return errorResponse(c, 401, 'admin token required: Authorization: Bearer <ADMIN_TOKEN>');
-    }
-    await next();
-  });
+  router.post(MIGRATE_PATH, adminBearerAuth(service.adminToken));
   router.post(MIGRATE_PATH, async (c) => c.json(await migrateReferenceService(service)));
   router.all('*', (c) => forward(c.req.raw, c));
   router.onError((error, c) => {
@@ -174,20 +168,6 @@ export function serviceRouter(
     return errorResponse(c, 500, 'internal error');
   });
   return router;
-}
-
-/** Constant-time comparison: compare digests, so neither length nor prefix leaks by timing. */
-async function tokensMatch(given: string, expected: string): Promise<boolean> {
-  const encoder = new TextEncoder();
-  const [a, b] = await Promise.all([
-    crypto.subtle.digest('SHA-256', encoder.encode(given)),
-    crypto.subtle.digest('SHA-256', encoder.encode(expected)),
-  ]);
-  const left = new Uint8Array(a);
-  const right = new Uint8Array(b);
-  let difference = 0;
-  for (let i = 0; i < left.length; i++) difference |= left[i]! ^ right[i]!;
-  return difference === 0;
 }
 
 /**

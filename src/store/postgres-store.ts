@@ -189,6 +189,17 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
     return row ? messageFromRow(row) : null;
   }
 
+  /**
+   * The message with this key (the ID receivers deduplicate on), or null. A key that is not a
+   * UUID cannot be in the table: it is a `ValidationError` on `key`, not a database error.
+   */
+  async getByKey(key: string): Promise<MessageRecord | null> {
+    if (!UUID_TEXT.test(key)) throw new ValidationError('key', 'expected a UUID');
+    const result = await this.db.query<MessageRow>(this.sql.readMessageByKey, [key]);
+    const row = result.rows[0];
+    return row ? messageFromRow(row) : null;
+  }
+
   /** Moves one dead message back to pending, due `now`. False when it is not dead. */
   async retryDead(id: string, now: Date): Promise<boolean> {
     const result = await this.db.query(this.sql.retryDeadMessage, [parseId(id), now]);
@@ -304,6 +315,9 @@ function toDate(value: unknown): Date {
 function toDateOrNull(value: unknown): Date | null {
   return value === null || value === undefined ? null : toDate(value);
 }
+
+/** The text form Postgres accepts for a `uuid` column, as message keys are written. */
+const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Every method taking an id checks it here, before querying: a malformed id or one past

@@ -19,6 +19,7 @@ export interface OutboxStatements {
   purgeDeliveryCounts: string;
   listRecentErrors: string;
   readMessage: string;
+  readMessageByKey: string;
   retryDeadMessage: string;
   retryAllDead: string;
   discardMessage: string;
@@ -266,6 +267,9 @@ export function outboxStatements(quotedSchema: string): OutboxStatements {
 
     /** $1 id. */
     readMessage: `SELECT ${MESSAGE_COLUMNS} FROM ${messages} m WHERE m.id = $1`,
+
+    /** $1 key (a uuid). Operators arrive with the key from a receiver's log; messages_key_unique. */
+    readMessageByKey: `SELECT ${MESSAGE_COLUMNS} FROM ${messages} m WHERE m.key = $1::uuid`,
 
     /**
      * $1 id, $2 now. Dead -> pending with a fresh set of attempts; the row keeps its key, so a

@@ -1,7 +1,7 @@
 /**
- * The dashboard in a real headless Chromium against the real app on a real Node server and a
- * real database: sign in through the form, read the counts, press Retry, and see a cross-site
- * form refused. Installs Debian's chromium on first run when it can (root); skips, saying why,
+ * The dashboard in a real headless Chromium: `outboxAdmin` mounted in this test's own Hono app on
+ * a real Node server over a real database. Sign in through the form, read the counts, find a
+ * message by key, press Retry, sign out, and see a cross-site form refused. Installs Debian's chromium on first run when it can (root); skips, saying why,
  * only when it cannot.
  */
 import { spawn } from 'node:child_process';
@@ -9,16 +9,14 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type ServerType, serve } from '@hono/node-server';
+import { Hono } from 'hono';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../../examples/reference-service/app.js';
-import { migrations as appMigrations } from '../../examples/reference-service/migrations.generated.js';
+import { ADMIN_CSP, outboxAdmin } from '../../src/admin/index.js';
 import { drainOnce } from '../../src/core/drain.js';
 import { PermanentDeliveryError, RetryableDeliveryError } from '../../src/core/errors.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
-import { DASHBOARD_CSP } from '../../src/http/dashboard.js';
 import { createOutbox } from '../../src/outbox.js';
-import { migrate } from '../../src/store/migrate.js';
 import { useTestDatabase } from '../support/database.js';
 import { startLoopbackServer } from '../support/loopback-http.js';
 
@@ -63,10 +61,13 @@ describe('the dashboard in a browser', () => {
       console.warn(`skipping the dashboard browser tests: ${unavailable}`);
       return;
     }
-    await migrate(pgExecutor(database.pool), { schema: 'app', migrations: appMigrations });
     const outbox = createOutbox({ kinds: { [KIND]: true } });
     await seedMessages(outbox);
-    const app = createApp({ db: pgExecutor(database.pool), outbox, adminToken: ADMIN_TOKEN });
+    const app = new Hono();
+    app.route(
+      '/admin',
+      outboxAdmin({ store: outbox.store(pgExecutor(database.pool)), token: ADMIN_TOKEN }),
+    );
     const { server, port } = await new Promise<{ server: ServerType; port: number }>((resolve) => {
       const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) =>
         resolve({ server, port: info.port }),
@@ -85,7 +86,7 @@ describe('the dashboard in a browser', () => {
     });
   });
 
-  it('asks for the token, signs in, shows the database counts, and retries a dead message', async (context) => {
+  it('asks for the token, signs in, shows the counts, finds a message by key, retries it and signs out', async (context) => {
     if (unavailable) context.skip(unavailable);
     const { browser, baseUrl } = harness!;
     const browserContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -93,7 +94,7 @@ describe('the dashboard in a browser', () => {
     try {
       const first = await page.goto(`${baseUrl}/admin`);
       expect(first?.status()).toBe(200);
-      expect(first?.headers()['content-security-policy']).toBe(DASHBOARD_CSP);
+      expect(first?.headers()['content-security-policy']).toBe(ADMIN_CSP);
       await expect.poll(() => page.getByLabel('Admin token').isVisible()).toBe(true);
 
       await page.getByLabel('Admin token').fill('not-the-token');
@@ -113,6 +114,7 @@ describe('the dashboard in a browser', () => {
       await page.getByRole('heading', { name: 'Dead letters' }).waitFor();
       const [cookie] = await browserContext.cookies();
       expect(cookie).toMatchObject({ name: 'outbox_admin', httpOnly: true, sameSite: 'Strict' });
+      expect(cookie!.value).not.toContain(ADMIN_TOKEN);
 
       const before = await countsInDatabase();
       expect(before).toMatchObject({ pending: 3, delivered: 4, dead: 3 });
@@ -130,7 +132,21 @@ describe('the dashboard in a browser', () => {
       );
       await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });
 
+      // An operator arrives with a key from a receiver's log: the search box finds it.
       const deadId = await oldestDeadId();
+      const deadKey = await keyOf(deadId);
+      await page.getByLabel('Message key or id').fill(deadKey);
+      await Promise.all([
+        page.waitForURL(`${baseUrl}/admin/dashboard/messages/${deadId}`),
+        page.getByRole('button', { name: 'Find' }).click(),
+      ]);
+      await page.getByRole('heading', { name: `Message ${deadId}` }).waitFor();
+      expect(await page.locator('pre.payload').textContent()).toContain('"fate": "die"');
+      expect(await page.locator('pre.last-error').textContent()).toContain(HOSTILE_ERROR);
+      expect(await page.locator('script, img').count()).toBe(0);
+      await page.screenshot({ path: join(ARTIFACTS, 'dashboard-message.png'), fullPage: true });
+      await page.goto(`${baseUrl}/admin`);
+
       await Promise.all([
         page.waitForURL(/\/admin\?done=retried/),
         page.getByRole('button', { name: `Retry message ${deadId}`, exact: true }).click(),
@@ -151,6 +167,18 @@ describe('the dashboard in a browser', () => {
         path: join(ARTIFACTS, 'dashboard-after-retry.png'),
         fullPage: true,
       });
+
+      // Signing out ends the session: the cookie the browser held no longer opens anything.
+      await Promise.all([
+        page.waitForURL(/\/admin\?done=signed-out/),
+        page.getByRole('button', { name: 'Sign out' }).click(),
+      ]);
+      await expect.poll(() => page.getByLabel('Admin token').isVisible()).toBe(true);
+      expect(await browserContext.cookies()).toEqual([]);
+      const replayed = await fetch(`${baseUrl}/admin/stats`, {
+        headers: { cookie: `${cookie!.name}=${cookie!.value}` },
+      });
+      expect(replayed.status).toBe(401);
     } finally {
       await browserContext.close();
     }
@@ -272,6 +300,14 @@ async function oldestDeadId(): Promise<string> {
     "SELECT id::text FROM outbox.messages WHERE state = 'dead' ORDER BY id LIMIT 1",
   );
   return rows[0]!.id;
+}
+
+async function keyOf(id: string): Promise<string> {
+  const { rows } = await database.pool.query<{ key: string }>(
+    'SELECT key::text FROM outbox.messages WHERE id = $1',
+    [id],
+  );
+  return rows[0]!.key;
 }
 
 async function stateInDatabase(id: string): Promise<string | undefined> {

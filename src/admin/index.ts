@@ -1,0 +1,33 @@
+// `outbox-relay/admin`: the admin API, metrics and dashboard as a Hono app to mount in yours.
+export { ADMIN_CSP, adminBearerAuth, CSRF_FIELD, CSRF_HEADER } from './admin-auth.js';
+export type {
+  AdminAuth,
+  AdminDrainRequest,
+  AdminEnv,
+  OutboxAdminOptions,
+} from './admin-options.js';
+export {
+  ADMIN_SESSION_COOKIE,
+  memoryRevokedSessions,
+  type RevokedSessions,
+  SESSION_IDLE_MS,
+  SESSION_MAX_MS,
+} from './admin-session.js';
+export { ADMIN_DRAIN_DEFAULT_BUDGET_MS, ADMIN_DRAIN_DEFAULT_MAX_MESSAGES } from './api-routes.js';
+export {
+  type ClientAddress,
+  clientAddressFromHeader,
+  defaultClientAddress,
+} from './client-address.js';
+export {
+  DASHBOARD_DEAD_LIMIT,
+  DASHBOARD_PAGE_SIZE,
+  DASHBOARD_RECENT_ERRORS_LIMIT,
+} from './dashboard-routes.js';
+export {
+  FAILED_LOGIN_BASE_DELAY_MS,
+  FAILED_LOGIN_FREE_ATTEMPTS,
+  FAILED_LOGIN_MAX_DELAY_MS,
+} from './login-throttle.js';
+export { type HourTotals, prometheusText } from './metrics.js';
+export { outboxAdmin } from './outbox-admin.js';
