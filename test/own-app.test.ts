@@ -5,6 +5,7 @@
  * esbuild bundle invoked with an EventBridge event. Both deliver through real PostgreSQL (via
  * the local Neon stand-in, over Neon's HTTP driver) to a loopback webhook receiver.
  */
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +17,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildLambda } from '../scripts/build-lambda.js';
 import { migrateOwnApp } from './fixtures/own-app/app.js';
-import { startWranglerDev, type WranglerDev } from './runtime/wrangler-dev.js';
+import { freePort, startWranglerDev, type WranglerDev } from './runtime/wrangler-dev.js';
 import { useTestDatabase } from './support/database.js';
 import { waitFor } from './support/wait-for.js';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
@@ -71,6 +72,7 @@ describe('an app of its own on Workers', () => {
         WEBHOOK_SECRET,
         ALLOW_HOSTS: `127.0.0.1:${receiver.port}`,
         KICK: 'off',
+        ADMIN_TOKEN: 'own-app-admin',
       },
       { config: join(fixture, 'wrangler.toml') },
     );
@@ -98,8 +100,24 @@ describe('an app of its own on Workers', () => {
 
     expect(await states(messageKeys)).toEqual(['delivered']);
     expect(verifiedFor('worker ticket')).toHaveLength(1);
-    const run = worker.jsonLines().find((line) => line.message === 'outbox drain');
-    expect(run).toMatchObject({ runtime: 'cloudflare-workers', cron: '* * * * *', delivered: 1 });
+    // wrangler relays the Worker's console a moment after the response.
+    const drainLine = () => worker.jsonLines().find((line) => line.message === 'outbox drain');
+    await waitFor('the run log line', () => drainLine() !== undefined);
+    expect(drainLine()).toMatchObject({
+      runtime: 'cloudflare-workers',
+      cron: '* * * * *',
+      delivered: 1,
+    });
+  });
+
+  it('serves the mounted outbox admin behind its token', async () => {
+    const anonymous = await fetch(`${worker.url}/admin/stats`);
+    expect(anonymous.status).toBe(401);
+    const stats = await fetch(`${worker.url}/admin/stats`, {
+      headers: { authorization: 'Bearer own-app-admin' },
+    });
+    expect(stats.status).toBe(200);
+    expect(await stats.json()).toMatchObject({ stats: { delivered: expect.any(Number) } });
   });
 
   it('refuses a bad webhook URL with a 400 naming the field, writing nothing', async () => {
@@ -177,5 +195,43 @@ describe('an app of its own on Lambda', () => {
     expect(result.drain?.delivered).toBe(1);
     expect(await states(messageKeys)).toEqual(['delivered']);
     await waitFor('the webhook', () => verifiedFor('lambda ticket').length === 1);
+  });
+});
+
+describe('an app of its own on Node', () => {
+  it('serves, kicks each write to delivery, and stops cleanly on SIGTERM', async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, ['--import', 'tsx', join(fixture, 'node.ts')], {
+      env: {
+        ...process.env,
+        DATABASE_URL: database.url,
+        WEBHOOK_SECRET,
+        ALLOW_HOSTS: `127.0.0.1:${receiver.port}`,
+        PORT: String(port),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      await waitFor('the app to listen', () => output.includes('listening on'));
+      const response = await fetch(`http://127.0.0.1:${port}/tickets`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ title: 'node ticket', notifyUrl: `${receiver.url}/hooks` }),
+      });
+      expect(response.status).toBe(201);
+      await waitFor('the kicked webhook', () => verifiedFor('node ticket').length === 1);
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });
