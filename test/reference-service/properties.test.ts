@@ -169,6 +169,8 @@ const wellFormedRequest = fc.oneof(
 );
 
 const DOMAIN_PATHS = ['/signups', '/orders', '/webhook-endpoints'];
+/** Every field a caller sends, and the one header with rules of its own. */
+const CALLER_FIELDS = ['email', 'name', 'userId', 'items', 'url', 'events', 'Idempotency-Key'];
 /** A few keys reused across runs, so replays and key-with-another-body refusals happen too. */
 const RETRY_KEYS = ['retry-a', 'retry-b', 'retry-c'];
 const hostilePath = fc.oneof(
@@ -220,7 +222,12 @@ describe('every route under hostile requests', () => {
           expect(response.status).toBeLessThan(500);
           if (response.status >= 400) {
             expect(response.headers.get('content-type')).toMatch(/^application\/json/);
-            expect(JSON.parse(text)).toMatchObject({ error: expect.any(String) });
+            const refusal = JSON.parse(text);
+            expect(refusal).toMatchObject({ error: expect.any(String) });
+            // Issues name the caller's own fields, never the outbox's internals (messages[3]...).
+            for (const issue of refusal.issues ?? []) {
+              if (issue.path.length > 0) expect(CALLER_FIELDS).toContain(issue.path[0]);
+            }
             expect(changed).toEqual(delta(before, before));
             return;
           }
