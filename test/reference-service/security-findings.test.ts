@@ -62,6 +62,34 @@ function recordingLogger(): Logger & { warnings: { message: string; fields: unkn
   };
 }
 
+describe('finding 8: secrets kept forever (records written before the fix)', () => {
+  it('migration 0002 scrubs the signing secret from stored registration replies', async () => {
+    const db = pgExecutor(database.pool);
+    const schema = 'app_before_fix';
+    await migrate(db, { schema, migrations: appMigrations.slice(0, 1) });
+    const reply = {
+      endpoint: {
+        id: crypto.randomUUID(),
+        url: 'https://hooks.example.com/',
+        events: ['user.created'],
+      },
+      secret: 'whsec_c2VjcmV0LWZyb20tYmVmb3JlLXRoZS1maXg=',
+    };
+    await database.pool.query(
+      `INSERT INTO ${schema}.idempotency_keys (key, route, request_hash, status, response, expires_at)
+       VALUES ('k', '/webhook-endpoints', 'h', 201, $1::jsonb, now() + interval '1 day')`,
+      [JSON.stringify(reply)],
+    );
+    await migrate(db, { schema, migrations: appMigrations });
+    const { rows } = await database.pool.query(`SELECT response FROM ${schema}.idempotency_keys`);
+    expect(rows[0].response).toEqual({
+      endpoint: reply.endpoint,
+      secret: null,
+      secretNote: SECRET_NOT_REPLAYED,
+    });
+  });
+});
+
 describe.each(['neon-ws', 'neon-http'] as const)('security findings through %s', (driverName) => {
   const driver = useDriver(driverName, database);
   const app = (overrides: Partial<AppDeps> = {}) =>
