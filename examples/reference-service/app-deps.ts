@@ -28,7 +28,10 @@ export interface AppDeps {
   outbox: Outbox;
   /** Schema of the reference service's tables. Default `app`. */
   appSchema?: string;
-  /** Enables `/admin`. Without it the admin surface answers 404. */
+  /**
+   * The operator credential: enables `/admin` and `POST /webhook-endpoints` (as
+   * `Authorization: Bearer <token>`). Without it both answer 404.
+   */
   adminToken?: string;
   /** Bounded drains for the kick and for `POST /admin/drain`. */
   drain?: Drainer;
@@ -42,6 +45,10 @@ export interface AppDeps {
   emailFrom?: string;
   /** Request bodies above this are refused with 413. */
   maxBodyBytes?: number;
+  /**
+   * How long an Idempotency-Key is remembered (default `DEFAULT_IDEMPOTENCY_TTL_MS`, 24 h).
+   * Expired records are deleted by the scheduled purge (`idempotencyPurge` as `purgeWith`).
+   */
   idempotencyTtlMs?: number;
   clock?: Clock;
   newId?: IdGenerator;

@@ -9,9 +9,16 @@ import {
 
 /**
  * 24 hours: long enough to cover a client's retries across an outage, as payment APIs do;
- * short enough that the table stays small (expired keys are replaced on reuse).
+ * short enough that the table stays small. After it a key is forgotten: reused, it starts a new
+ * request, and the scheduled purge ({@link idempotencyPurge}) deletes its record.
  */
 export const DEFAULT_IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Expired records deleted per purge: one short statement that holds few row locks, run on every
+ * scheduled purge, keeps up with thousands of keyed writes an hour; a backlog clears over runs.
+ */
+export const DEFAULT_IDEMPOTENCY_PURGE_LIMIT = 5_000;
 
 /** Keys are opaque to us; 255 printable characters holds any UUID or ULID with a prefix. */
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -66,9 +73,15 @@ export class IdempotencyRecords {
   }
 
   /**
-   * The statements that record a response, to place in the request's transaction: an expired
-   * record under the same key is cleared first; a live one makes the INSERT fail with a unique
-   * violation, which aborts the whole transaction (a concurrent duplicate lost the race).
+   * The statements that claim the key and record its response, to place FIRST in the request's
+   * transaction, before any domain write. An expired record under the same key is cleared; a
+   * live one makes the INSERT fail with a unique violation, which aborts the whole transaction.
+   *
+   * Being first is what makes concurrent duplicates safe: the INSERT takes the key's unique
+   * index entry, so a concurrent request with the same key blocks on it until this transaction
+   * ends, then fails on the key (never on a domain constraint such as the email) and replays
+   * the committed answer; if this transaction rolled back instead, it proceeds as the first.
+   * Nothing is claimed outside the transaction, so a crash leaves no stuck claim.
    */
   recordStatements(
     route: string,
@@ -99,6 +112,35 @@ export class IdempotencyRecords {
       },
     ];
   }
+
+  /**
+   * Deletes up to `limit` records that expired at or before `now`; returns how many. One
+   * statement, oldest first, so it works over Neon HTTP and a backlog clears over several runs.
+   */
+  async purgeExpired(now: Date, limit = DEFAULT_IDEMPOTENCY_PURGE_LIMIT): Promise<number> {
+    const { rowCount } = await this.db.query(
+      `DELETE FROM ${this.table} WHERE (route, key) IN (
+         SELECT route, key FROM ${this.table} WHERE expires_at <= $1
+         ORDER BY expires_at LIMIT $2)`,
+      [now, limit],
+    );
+    return rowCount;
+  }
+}
+
+/**
+ * The reference service's clean-up for the scheduled purge (`DrainerOptions.purgeWith`): deletes
+ * expired Idempotency-Key records, reported as `idempotencyKeys`.
+ *
+ * @example
+ * const drainer: DrainerOptions = { store, senders, purgeWith: idempotencyPurge(db) };
+ */
+export function idempotencyPurge(
+  db: SqlExecutor,
+  appSchema = 'app',
+): (now: Date) => Promise<Record<string, number>> {
+  const records = new IdempotencyRecords(db, appSchema);
+  return async (now) => ({ idempotencyKeys: await records.purgeExpired(now) });
 }
 
 /** True for the unique violation a concurrent duplicate of this key causes. */

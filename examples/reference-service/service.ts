@@ -43,6 +43,7 @@ import { createApp } from './app.js';
 import type { AppEnv } from './app-deps.js';
 import { DEFAULT_APP_SCHEMA, endpointSecretLookup } from './endpoint-secrets.js';
 import { errorResponse } from './errors.js';
+import { idempotencyPurge } from './idempotency.js';
 import { migrations as appMigrations } from './migrations.generated.js';
 
 /** Where `POST` applies both schemas' bundled migrations (see {@link migrateReferenceService}). */
@@ -111,7 +112,8 @@ export function referenceServiceFromEnv(
     db,
     outbox,
     store,
-    drainer: { store, senders, logger },
+    // Expired Idempotency-Key records go with each scheduled outbox purge.
+    drainer: { store, senders, logger, purgeWith: idempotencyPurge(db, DEFAULT_APP_SCHEMA) },
     skipped,
     adminToken: readEnv(env, 'ADMIN_TOKEN'),
     kick: switchFromEnv(env, 'OUTBOX_KICK', true),

@@ -137,10 +137,10 @@ describe.each(['neon-ws', 'neon-http'] as const)('reference service through %s',
   it('POST /orders writes the order, its items, an email and a webhook per subscriber', async () => {
     const endpoint = await app().request(
       '/webhook-endpoints',
-      post({
-        url: 'https://hooks.example.com/orders',
-        events: ['order.created'],
-      }),
+      post(
+        { url: 'https://hooks.example.com/orders', events: ['order.created'] },
+        { authorization: `Bearer ${ADMIN_TOKEN}` },
+      ),
     );
     expect(endpoint.status).toBe(201);
     const { endpoint: created, secret } = await endpoint.json();

@@ -199,7 +199,7 @@ describe('httpHandler (API Gateway HTTP API)', () => {
     expect(result.statusCode).toBe(200);
     expect(JSON.parse(result.body)).toEqual({
       outbox: { schema: 'outbox', applied: [], version: 2 },
-      app: { schema: 'app', applied: [], version: 1 },
+      app: { schema: 'app', applied: [], version: 2 },
     });
   });
 });

@@ -135,17 +135,18 @@ describe('the Worker on fetch', () => {
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({
       outbox: { schema: 'outbox', applied: [], version: 2 },
-      app: { schema: 'app', applied: [], version: 1 },
+      app: { schema: 'app', applied: [], version: 2 },
     });
   });
 });
 
 describe('the Worker on its Cron Triggers', () => {
   it('the drain cron delivers pending signups: the email to SES, the webhook signed to its endpoint', async () => {
-    const endpoint = await postJson(`${withoutKick.url}/webhook-endpoints`, {
-      url: `${receiver.url}/hooks`,
-      events: ['user.created'],
-    });
+    const endpoint = await postJson(
+      `${withoutKick.url}/webhook-endpoints`,
+      { url: `${receiver.url}/hooks`, events: ['user.created'] },
+      { authorization: `Bearer ${ADMIN_TOKEN}` },
+    );
     expect(endpoint.status).toBe(201);
     const { secret } = (await endpoint.json()) as { secret: string };
     const email = uniqueEmail();
