@@ -144,6 +144,7 @@ async function main(): Promise<void> {
       const schedule = startDrainSchedule({
         drain: createDrainer(service.drainer),
         purgeStore: service.store,
+        purgeWith: service.drainer.purgeWith,
         intervalMs,
         logger: service.logger,
         onTick: (report) => {

@@ -58,6 +58,8 @@ export interface DrainScheduleOptions {
    */
   budgetMs?: number;
   purgeIntervalMs?: number;
+  /** Your own clean-up after each purge (see `DrainerOptions.purgeWith`). */
+  purgeWith?: (now: Date) => Promise<Record<string, number>>;
   logger: Logger;
   onTick?: (report: DrainReport) => void;
   onPurge?: (report: PurgeReport) => void;
@@ -88,7 +90,13 @@ export function startDrainSchedule(options: DrainScheduleOptions): DrainSchedule
     drain: ({ budgetMs }) => options.drain({ budgetMs }),
     intervalMs,
     budgetMs,
-    purge: purgeStore && (() => purgeOnce({ store: purgeStore })),
+    purge:
+      purgeStore &&
+      (async () => {
+        const report = await purgeOnce({ store: purgeStore });
+        if (options.purgeWith) await options.purgeWith(new Date());
+        return report;
+      }),
     purgeIntervalMs: options.purgeIntervalMs,
     signal: stop.signal,
     onTick: options.onTick && ((report) => options.onTick?.(report)),
