@@ -85,6 +85,7 @@ export {
   UNIQUE_VIOLATION,
   violates,
 } from './drivers/postgres-errors.js';
+export { type ErrorBody, errorResponse, type Issue, pathOfField } from './http/json-errors.js';
 export {
   BUILT_IN_KINDS,
   createOutbox,

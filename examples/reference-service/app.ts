@@ -2,11 +2,10 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
-import { describeError } from 'outbox-relay';
+import { describeError, errorResponse } from 'outbox-relay';
 import { outboxAdmin } from 'outbox-relay/admin';
 import { type AppDeps, type AppEnv, resolveDeps } from './app-deps.js';
 import { domainRoutes } from './domain-routes.js';
-import { errorResponse } from './errors.js';
 
 /**
  * The reference service: domain endpoints whose writes carry their side effects as outbox rows

@@ -1,14 +1,16 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import {
+  errorResponse,
   FOREIGN_KEY_VIOLATION,
+  type Issue,
   isValidationError,
+  pathOfField,
   type Statement,
   UNIQUE_VIOLATION,
   violates,
 } from 'outbox-relay';
 import type { AppEnv, ResolvedDeps } from './app-deps.js';
-import { errorResponse, type Issue, pathOfField } from './errors.js';
 import {
   type IdempotencyRecords,
   isIdempotencyRace,

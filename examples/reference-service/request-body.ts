@@ -1,7 +1,6 @@
 import { zValidator } from '@hono/zod-validator';
-import { storableTextProblem, webhookUrlProblem } from 'outbox-relay';
+import { errorResponse, type Issue, storableTextProblem, webhookUrlProblem } from 'outbox-relay';
 import { z } from 'zod';
-import { errorResponse, type Issue } from './errors.js';
 
 /** Validation failures become 400 `{error, issues: [{path, message}]}`. */
 export function validJson<T extends z.ZodType>(schema: T) {

@@ -21,6 +21,7 @@ import {
   type DrainerOptions,
   describeError,
   type EnvLike,
+  errorResponse,
   type HostResolver,
   jsonLogger,
   type Logger,
@@ -42,7 +43,6 @@ import { applyNeonLocalProxy } from 'outbox-relay/neon-local';
 import { createApp } from './app.js';
 import type { AppEnv } from './app-deps.js';
 import { DEFAULT_APP_SCHEMA, endpointSecretLookup } from './endpoint-secrets.js';
-import { errorResponse } from './errors.js';
 import { idempotencyPurge } from './idempotency.js';
 import { migrations as appMigrations } from './migrations.generated.js';
 

@@ -1,6 +1,7 @@
 import { Hono, type MiddlewareHandler } from 'hono';
 import { timingSafeEqual } from 'hono/utils/buffer';
 import {
+  errorResponse,
   generateWebhookSecret,
   type NewMessage,
   quoteSchema,
@@ -10,7 +11,6 @@ import {
 import { z } from 'zod';
 import type { AppEnv, ResolvedDeps } from './app-deps.js';
 import { commitOnce } from './commit-once.js';
-import { errorResponse } from './errors.js';
 import { validJson, webhookUrl } from './request-body.js';
 
 /** Events a webhook endpoint may subscribe to, with the route that emits each. */

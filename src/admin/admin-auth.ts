@@ -8,10 +8,10 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { every } from 'hono/combine';
 import { getCookie, setCookie } from 'hono/cookie';
 import { secureHeaders } from 'hono/secure-headers';
+import { errorResponse } from '../http/json-errors.js';
 import type { AdminEnv, ResolvedAdmin } from './admin-options.js';
 import { mountPath } from './admin-paths.js';
 import { ADMIN_SESSION_COOKIE, type AdminSession } from './admin-session.js';
-import { errorResponse } from './error-response.js';
 import { UNKNOWN_CLIENT } from './login-throttle.js';
 
 /** Header or form field carrying the CSRF token on cookie-authenticated state changes. */

@@ -13,8 +13,8 @@ import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { isValidationError } from '../core/errors.js';
 import { isMessageId } from '../core/message-id.js';
 import { MESSAGE_STATES, type MessageState } from '../core/outbox-store.js';
+import { errorResponse, pathOfField } from '../http/json-errors.js';
 import type { AdminEnv, ResolvedAdmin } from './admin-options.js';
-import { errorResponse, pathOfField } from './error-response.js';
 import { lastHour, prometheusText } from './metrics.js';
 
 /** `POST /drain` defaults: bounded so an operator's click cannot outlast the request. */

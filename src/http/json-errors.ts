@@ -1,3 +1,7 @@
+/**
+ * The JSON error shape every HTTP surface of outbox-relay answers with (the admin app), and
+ * that apps built on it can share: one format for clients to parse, fields named as paths.
+ */
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 
