@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { useTestDatabase } from './support/database.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const readme = readFileSync(`${root}README.md`, 'utf8');
@@ -23,5 +24,23 @@ describe('README excerpts', () => {
   it.each(excerpts)('the excerpt of $path is in that file, line for line', ({ path, code }) => {
     const source = readFileSync(`${root}${path}`, 'utf8');
     expect(`\n${source}`).toContain(`\n${code}`);
+  });
+});
+
+describe('README "The short version"', () => {
+  const database = useTestDatabase({ migrated: false });
+
+  it('runs as written: the email exists after the commit, and the drain delivers it', async () => {
+    process.env.TEN_LINES_DATABASE_URL = database.url;
+    const setup = await import('./fixtures/readme/ten-lines-setup.js');
+    try {
+      await import('./fixtures/readme/ten-lines.js');
+      expect(setup.sent).toHaveLength(1);
+      expect(setup.sent[0]).toMatchObject({ kind: 'email', payload: { to: [setup.address] } });
+      const { rows } = await database.pool.query('SELECT state FROM outbox.messages');
+      expect(rows).toEqual([{ state: 'delivered' }]);
+    } finally {
+      await setup.pool.end();
+    }
   });
 });
