@@ -1,6 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // The examples, fixtures and tests import the package by name ('outbox-relay/admin'), as a
+  // user would. The package's exports map points at the compiled dist/, which the dev loop
+  // never builds: tsconfig.json's `paths` map each name to its source file instead, and this
+  // makes Vite read them too (tsc, tsx, esbuild and wrangler read tsconfig.json themselves).
+  resolve: { tsconfigPaths: true },
   test: {
     include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],

@@ -75,7 +75,12 @@ export {
 export type { OutboundMessage, Sender, SenderRegistry } from './core/sender.js';
 export { dead, delivered, release, retry, type Settlement } from './core/settlement.js';
 export { checkStorableText, storableTextProblem } from './core/storable-text.js';
-export { type NeonHttpLike, neonHttpExecutor, neonHttpQuery } from './drivers/neon-http.js';
+export {
+  type NeonHttpLike,
+  type NeonTransactionQuery,
+  neonHttpExecutor,
+  neonHttpQuery,
+} from './drivers/neon-http.js';
 export { neonWsExecutor } from './drivers/neon-ws.js';
 export { type PgPoolLike, type PgQueryableLike, pgExecutor } from './drivers/node-pg.js';
 export {

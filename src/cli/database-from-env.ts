@@ -3,7 +3,7 @@
  * (required), and the schema from the config's `schema`, else `OUTBOX_SCHEMA` (default
  * `outbox`), over a `pg` Pool.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import type { BatchSqlExecutor } from '../core/ports.js';
 import { pgExecutor } from '../drivers/node-pg.js';
 import { createOutbox, type Outbox } from '../outbox.js';
@@ -64,7 +64,8 @@ export async function withDatabase<T>(
     );
   }
   const where = describeServer(url);
-  const pool = new pg.Pool({
+  const { Pool } = await loadPg();
+  const pool = new Pool({
     connectionString: url,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     fallback_application_name: APPLICATION_NAME,
@@ -89,6 +90,22 @@ export async function withDatabase<T>(
     return await use({ pool, db, outbox, store: outbox.store(db) });
   } finally {
     await pool.end().catch(() => {});
+  }
+}
+
+/**
+ * `pg` is an optional peer (a Workers user never needs it): loaded when a command first needs
+ * the database, so `outbox --help` works without it and its absence is a clear exit 3.
+ */
+async function loadPg(): Promise<typeof pg> {
+  try {
+    return (await import('pg')).default;
+  } catch (error) {
+    throw new CliError(
+      'CLI_CONFIGURATION',
+      'the outbox CLI talks to PostgreSQL through the pg package: npm install pg',
+      { cause: error },
+    );
   }
 }
 

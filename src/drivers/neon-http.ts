@@ -69,6 +69,19 @@ export function neonHttpExecutor(sql: NeonHttpLike): BatchSqlExecutor {
  * ]);
  * // write.keys: the message keys
  */
-export function neonHttpQuery(sql: NeonHttpLike, statement: Statement): NeonHttpQueryLike {
-  return sql.query(statement.text, statement.params);
+export function neonHttpQuery<Sql extends NeonHttpLike>(
+  sql: Sql,
+  statement: Statement,
+): NeonTransactionQuery<Sql> {
+  return sql.query(statement.text, statement.params) as NeonTransactionQuery<Sql>;
 }
+
+/**
+ * The query type the given driver's `sql.transaction([...])` accepts (Neon's own
+ * `NeonQueryPromise` for a real `neon()`), so {@link neonHttpQuery} sits beside your
+ * `` sql`...` `` writes in one array without a cast.
+ */
+export type NeonTransactionQuery<Sql extends NeonHttpLike> = Extract<
+  Parameters<Sql['transaction']>[0],
+  readonly unknown[]
+>[number];
