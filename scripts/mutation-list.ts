@@ -139,18 +139,6 @@ export const MUTATIONS: readonly Mutation[] = [
     tests: [CLAIM_CRASH_TEST],
   },
   {
-    name: 'never re-claim an expired lease',
-    row: 6,
-    edits: [
-      {
-        file: STATEMENTS,
-        find: /WHERE m\.state IN \('pending', 'claimed'\)(\s+AND m\.due_at <= \$1)/,
-        replace: "WHERE m.state IN ('pending')$1",
-      },
-    ],
-    tests: [CLAIM_CRASH_TEST],
-  },
-  {
     name: 'skip the deadline check before a send',
     row: 5,
     edits: [{ file: DRAIN, find: ' || room < settings.sendTimeoutMs', replace: '' }],
@@ -187,6 +175,18 @@ export const MUTATIONS: readonly Mutation[] = [
     ],
     // With the check gone the drain claims, finds no room to send, releases, and claims again.
     testTimeoutMs: 10_000,
+  },
+  {
+    name: 'never re-claim an expired lease',
+    row: 6,
+    edits: [
+      {
+        file: STATEMENTS,
+        find: /WHERE m\.state IN \('pending', 'claimed'\)(\s+AND m\.due_at <= \$1)/,
+        replace: "WHERE m.state IN ('pending')$1",
+      },
+    ],
+    tests: [CLAIM_CRASH_TEST],
   },
   {
     name: 'a new key per attempt',

@@ -97,6 +97,23 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
+/** Process groups of the vitest runs in flight, so a failing runner can stop them all. */
+const running = new Set<number>();
+
+/**
+ * Stops every vitest run still in flight (SIGTERM to its process group: its global setup then
+ * stops its PostgreSQL). For a runner about to exit early.
+ */
+export function stopRunningTests(): void {
+  for (const pid of running) {
+    try {
+      process.kill(-pid, 'SIGTERM');
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
 export interface TestResult {
   file: string;
   fullName: string;
@@ -150,15 +167,18 @@ export async function runNamedTests(
   child.stderr.on('data', (chunk) => {
     log += chunk;
   });
+  const pid = child.pid;
+  if (pid) running.add(pid);
   const timer = setTimeout(() => {
     log += `\n[mutation runner] stopped after ${options.timeoutMs} ms\n`;
-    // SIGTERM first: vitest's global setup stops its PostgreSQL on it.
-    if (child.pid) process.kill(-child.pid, 'SIGTERM');
+    // SIGTERM, not SIGKILL: vitest's global setup stops its PostgreSQL on it.
+    if (pid) process.kill(-pid, 'SIGTERM');
   }, options.timeoutMs);
   const exitCode = await new Promise<number | null>((resolve) => {
     child.on('close', (code) => resolve(code));
   });
   clearTimeout(timer);
+  if (pid) running.delete(pid);
   const run: VitestRun = {
     exitCode,
     results: [],
@@ -168,8 +188,10 @@ export async function runNamedTests(
   };
   if (!existsSync(output)) return run;
   const report = JSON.parse(readFileSync(output, 'utf8')) as VitestJsonReport;
+  const root = `${realpathSync(dir)}/`;
   for (const file of report.testResults ?? []) {
-    const relative = file.name.startsWith(dir) ? file.name.slice(dir.length + 1) : file.name;
+    const path = realpathSync(file.name);
+    const relative = path.startsWith(root) ? path.slice(root.length) : path;
     if (file.status === 'failed' && file.message) {
       run.fileErrors.push(`${relative}: ${file.message}`);
     }

@@ -12,7 +12,7 @@
  *   npm run test:mutations -- --only "drop SKIP LOCKED"   one mutation (repeatable), no doc check
  *   npm run test:mutations -- --check            no tests: sources match, doc names every row
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { MUTATIONS, type Mutation } from './mutation-list.js';
@@ -22,6 +22,7 @@ import {
   resultsFor,
   runNamedTests,
   scratchCopy,
+  stopRunningTests,
   type VitestRun,
 } from './mutation-run.js';
 import {
@@ -51,9 +52,12 @@ const { values } = parseArgs({
 });
 
 function fail(message: string): never {
+  stopRunningTests();
   console.error(`\ntest:mutations FAILED: ${message}`);
   process.exit(1);
 }
+
+process.once('SIGINT', () => fail('interrupted'));
 
 function selected(): readonly Mutation[] {
   if (!values.only) return MUTATIONS;
@@ -70,6 +74,12 @@ function checkStatically(mutations: readonly Mutation[]): void {
     names.add(mutation.name);
   }
   for (const mutation of mutations) {
+    const missing = mutation.tests.filter((test) => !existsSync(`${REPO}/${test.file}`));
+    if (missing.length > 0) {
+      fail(
+        `mutation "${mutation.name}" names missing test files: ${missing.map((t) => t.file).join(', ')}`,
+      );
+    }
     try {
       editedFiles(REPO, mutation.name, mutation.edits);
     } catch (error) {
@@ -137,7 +147,12 @@ async function runMutation(mutation: Mutation): Promise<Outcome> {
     const named = mutation.tests.flatMap((test) => resultsFor(run, test));
     const failed = named.filter((result) => result.status === 'failed');
     if (failed.length > 0) {
-      const first = failed[0]!.failureMessages[0]?.split('\n')[0] ?? '';
+      const first =
+        failed[0]!.failureMessages
+          .join('\n')
+          .split('\n')
+          .find((line) => /^\s*\w*Error\b/.test(line) && !line.includes('STACK_TRACE_ERROR')) ??
+        'no assertion message (timed out?)';
       return {
         verdict: 'killed',
         detail: `${failed.length} failed, e.g. ${failed[0]!.fullName}: ${first.slice(0, 160)}`,
