@@ -17,7 +17,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { NamedTest, SourceEdit } from './mutation-list.js';
+import type { NamedTest, SourceEdit } from './mutation.js';
 
 /** A mutation's `find` no longer occurs exactly once: the source moved under it. */
 export class SourceMovedError extends Error {

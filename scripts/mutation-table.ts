@@ -2,7 +2,7 @@
  * The table `npm run test:mutations` prints, and the copy of it kept in docs/invariants.md
  * between markers, so the doc always says what the last full run showed.
  */
-import type { Mutation, NamedTest } from './mutation-list.js';
+import type { Mutation, NamedTest } from './mutation.js';
 
 export type Verdict = 'killed' | 'survived' | 'not run';
 

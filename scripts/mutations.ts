@@ -107,7 +107,11 @@ function tail(log: string, lines = 40): string {
 }
 
 async function runBaseline(mutations: readonly Mutation[]): Promise<void> {
-  const tests = mutations.flatMap((mutation) => mutation.tests);
+  // Several mutations may name one test: run and check it once.
+  const byKey = new Map(
+    mutations.flatMap((m) => m.tests).map((test) => [JSON.stringify(test), test] as const),
+  );
+  const tests = [...byKey.values()];
   console.log(`baseline: ${tests.length} named tests, unmutated ...`);
   const copy = scratchCopy(REPO);
   let run: VitestRun;
