@@ -155,7 +155,7 @@ async function runMutation(mutation: Mutation): Promise<Outcome> {
         failed[0]!.failureMessages
           .join('\n')
           .split('\n')
-          .find((line) => /^\s*\w*Error\b/.test(line) && !line.includes('STACK_TRACE_ERROR')) ??
+          .find((line) => /^\s*\w*error\b/i.test(line) && !line.includes('STACK_TRACE_ERROR')) ??
         'no assertion message (timed out?)';
       return {
         verdict: 'killed',
