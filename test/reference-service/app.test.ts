@@ -252,6 +252,38 @@ describe.each(['neon-ws', 'neon-http'] as const)('reference service through %s',
     expect(await stateOf()).toBe('delivered');
     expect(sender.calls.map((call) => call.key)).toEqual([messageKeys[0]]);
   });
+
+  it('kicks only after the commit, and the kick sends what the commit wrote', async () => {
+    const sender = recordingSender();
+    // Which writes had committed when each kick began. A kick that started before its request's
+    // transaction committed would find nothing due and leave the message to the schedule.
+    let committed = 0;
+    const committedAtKick: number[] = [];
+    const observed: BatchSqlExecutor = {
+      query: (text, params) => driver.db.query(text, params),
+      async batch(statements) {
+        const results = await driver.db.batch(statements);
+        committed += 1;
+        return results;
+      },
+    };
+    const drain = createDrainer({
+      store: outbox.store(driver.db),
+      senders: { email: sender.send, webhook: sender.send },
+    });
+    const kicked = app({
+      db: observed,
+      drain: (request) => {
+        committedAtKick.push(committed);
+        return drain(request);
+      },
+    });
+    const response = await kicked.request('/signups', post({ email: uniqueEmail(), name: 'Slow' }));
+    expect(response.status).toBe(201);
+    const { messageKeys } = await response.json();
+    expect(committedAtKick).toEqual([1]);
+    await waitFor('the kick to send the message', () => sender.delivered.includes(messageKeys[0]));
+  });
 });
 
 describe('admin API', () => {

@@ -168,7 +168,7 @@ describe.each(DRIVER_NAMES)('drainOnce through %s', (driverName) => {
       payload: {},
       maxAttempts: 6,
     });
-    const draws = [0.5, 0.25, 0.75, 0.9, 0];
+    const draws = [0.5, 0.25, 0.75, 0.9, 0.5];
     const failures: (() => never)[] = [
       ...draws.slice(0, 3).map(() => () => {
         throw new RetryableDeliveryError('503 from receiver');
@@ -207,8 +207,9 @@ describe.each(DRIVER_NAMES)('drainOnce through %s', (driverName) => {
         expect(rows[0].last_error).toMatch(/attempts exhausted \(6\/6\).*still down/);
       }
     }
-    // base + draw * (ceiling - base), ceilings 1000, 2000, 4000, 6000 (capped), 6000
-    expect(delays).toEqual([1000, 1250, 3250, 60_000, 1000]);
+    // base + draw * (ceiling - base), ceilings 1000, 2000, 4000, 6000 (capped), 6000 (capped:
+    // 16000 without the cap, which would make the last delay 8500)
+    expect(delays).toEqual([1000, 1250, 3250, 60_000, 3500]);
   });
 
   it('sets a permanent failure aside after one attempt, and an operator retry delivers it', async () => {

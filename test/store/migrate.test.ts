@@ -11,6 +11,7 @@ import { migrate } from '../../src/store/migrate.js';
 import { migrations } from '../../src/store/migrations.generated.js';
 import { useTestDatabase } from '../support/database.js';
 import { DRIVER_NAMES, useDriver } from '../support/drivers.js';
+import { waitFor } from '../support/wait-for.js';
 
 const database = useTestDatabase({ migrated: false });
 const ALL_VERSIONS = migrations.map((migration) => migration.version);
@@ -53,6 +54,47 @@ describe.each(DRIVER_NAMES)('migrate through %s', (driverName) => {
 });
 
 describe('migrations', () => {
+  it('a second migration waits for one in progress, then finds it done', async () => {
+    const schema = 'outbox_waits';
+    const client = await database.pool.connect();
+    let reachCommit!: () => void;
+    const atCommit = new Promise<void>((resolve) => {
+      reachCommit = resolve;
+    });
+    let allowCommit!: () => void;
+    const mayCommit = new Promise<void>((resolve) => {
+      allowCommit = resolve;
+    });
+    // The first migration stops just before its COMMIT, holding everything it has locked.
+    const paused = pgExecutor({
+      async query(text: string, values?: unknown[]) {
+        if (text === 'COMMIT') {
+          reachCommit();
+          await mayCommit;
+        }
+        return client.query(text, values);
+      },
+    });
+    try {
+      const first = migrate(paused, { schema });
+      await atCommit;
+      const second = migrate(pgExecutor(database.pool), { schema });
+      await waitFor('the second migration to wait on a lock', async () => {
+        const { rows } = await database.pool.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+           WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        );
+        return rows[0].n > 0;
+      });
+      allowCommit();
+      const results = await Promise.all([first, second]);
+      expect(results.map((result) => result.applied)).toEqual([ALL_VERSIONS, []]);
+    } finally {
+      allowCommit();
+      client.release();
+    }
+  });
+
   it('refuses a schema name that would need quoting rules', async () => {
     expect(() => createOutbox({ schema: 'Outbox; DROP TABLE x' })).toThrow(/schema/);
     const error = await migrate(

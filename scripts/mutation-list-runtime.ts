@@ -1,0 +1,216 @@
+/**
+ * Mutations outside the SQL: the drain loop and its settings, the retry policy, validation,
+ * the HTTP driver's transaction, and the reference service's after-commit kick.
+ */
+import { CRASH_TEST, DEADLINE_TEST, drainTest, type Mutation } from './mutation.js';
+
+const DRAIN = 'src/core/drain.ts';
+const APP_TEST = 'test/reference-service/app.test.ts';
+const BUDGET_TEST_FILE = 'test/store/subrequest-budget.test.ts';
+
+export const RUNTIME_MUTATIONS: readonly Mutation[] = [
+  {
+    name: 'HTTP batch outside a transaction',
+    row: 1,
+    edits: [
+      {
+        file: 'src/drivers/neon-http.ts',
+        find: `const results = await sql.transaction(
+          statements.map((statement) => neonHttpQuery(sql, statement)) as never[],
+          { fullResults: true },
+        );`,
+        replace: `const results: any[] = [];
+        for (const statement of statements) {
+          results.push(await sql.query(statement.text, statement.params as never[], { fullResults: true }));
+        }`,
+      },
+    ],
+    tests: [
+      {
+        file: APP_TEST,
+        name: 'a fault between the domain insert and the outbox insert leaves neither row',
+        driver: 'neon-http',
+      },
+    ],
+  },
+  {
+    name: 'accept an unknown kind',
+    row: 2,
+    edits: [
+      { file: 'src/core/message.ts', find: 'if (!kinds.has(kind)) {', replace: 'if (false) {' },
+    ],
+    tests: [
+      {
+        file: 'test/store/enqueue.test.ts',
+        name: 'rejects an unknown kind with a ValidationError naming the field and writes nothing',
+      },
+    ],
+  },
+  {
+    name: 'skip the deadline check before a send',
+    row: 5,
+    edits: [{ file: DRAIN, find: ' || room < settings.sendTimeoutMs', replace: '' }],
+    tests: [DEADLINE_TEST],
+  },
+  {
+    name: 'wait for a sender that ignores its AbortSignal',
+    row: 5,
+    edits: [
+      {
+        file: DRAIN,
+        find: 'return await Promise.race([sent, timedOut]);',
+        replace: 'return await sent;',
+      },
+    ],
+    tests: [drainTest('cuts loose a sender that ignores its AbortSignal, and records a retry')],
+    testTimeoutMs: 10_000,
+  },
+  {
+    name: 'accept a lease shorter than a send and its settle',
+    row: 5,
+    edits: [
+      {
+        file: 'src/core/drain-settings.ts',
+        find: 'if (settings.sendTimeoutMs + settings.roundTripReserveMs >= settings.leaseMs) {',
+        replace: 'if (false) {',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/drain-settings.test.ts',
+        name: 'refuses a lease that a send plus its settle could outlast, and claims nothing',
+      },
+    ],
+    // With the check gone the drain claims, finds no room to send, releases, and claims again.
+    testTimeoutMs: 10_000,
+  },
+  {
+    name: 'a new key per attempt',
+    row: 7,
+    edits: [
+      {
+        file: DRAIN,
+        find: 'key: message.key,\n    kind: message.kind,\n    payload: message.payload,',
+        replace:
+          'key: message.key + "/" + message.attempts,\n    kind: message.kind,\n    payload: message.payload,',
+      },
+    ],
+    tests: [
+      {
+        file: CRASH_TEST,
+        name: 'killed after sending but before settling: each message goes out again with the same key',
+        driver: 'node-pg',
+      },
+    ],
+  },
+  {
+    name: 'keep sending after an abort',
+    row: 9,
+    edits: [{ file: DRAIN, find: 'if (options.signal?.aborted || ', replace: 'if (' }],
+    tests: [
+      drainTest('on abort, finishes the sends in flight, releases the rest and reports aborted'),
+    ],
+  },
+  {
+    name: 'skip the subrequest budget before a send',
+    row: 10,
+    edits: [{ file: DRAIN, find: ' || budgetLeft(run) < 1) {', replace: ') {' }],
+    tests: [
+      {
+        file: BUDGET_TEST_FILE,
+        name: 'stays within a budget of 20 sending one at a time while the next batch is claimed ahead',
+        driver: 'node-pg',
+      },
+    ],
+  },
+  {
+    name: 'claim a batch larger than the budget left',
+    row: 10,
+    edits: [
+      {
+        file: DRAIN,
+        find: 'settings.maxMessages - report.claimed, budgetLeft(run))',
+        replace: 'settings.maxMessages - report.claimed)',
+      },
+    ],
+    tests: [
+      {
+        file: BUDGET_TEST_FILE,
+        name: 'claims no more rows than the budget leaves room to send',
+        driver: 'node-pg',
+      },
+    ],
+  },
+  {
+    name: 'backoff without a cap',
+    row: 14,
+    edits: [
+      {
+        file: 'src/core/retry-policy.ts',
+        find: 'const ceiling = Math.min(cap, base * 2 ** ',
+        replace: 'const ceiling = Math.min(Infinity, base * 2 ** ',
+      },
+    ],
+    tests: [
+      drainTest(
+        'backs off with growing, jittered, capped delays, honours retry-after, then sets aside',
+      ),
+    ],
+  },
+  {
+    name: 'ignore a retry-after hint',
+    row: 14,
+    edits: [
+      {
+        file: 'src/core/retry-policy.ts',
+        find: 'Math.round(Math.max(jittered, hinted))',
+        replace: 'Math.round(jittered)',
+      },
+    ],
+    tests: [
+      drainTest(
+        'backs off with growing, jittered, capped delays, honours retry-after, then sets aside',
+      ),
+    ],
+  },
+  {
+    name: 'retry a permanent failure',
+    row: 15,
+    edits: [
+      {
+        file: DRAIN,
+        find: 'if (isPermanentDeliveryError(error)) return dead(',
+        replace: 'if (false) return dead(',
+      },
+    ],
+    tests: [
+      drainTest(
+        'sets a permanent failure aside after one attempt, and an operator retry delivers it',
+      ),
+    ],
+  },
+  {
+    name: 'kick before the commit',
+    row: 19,
+    edits: [
+      {
+        file: 'examples/reference-service/domain-routes.ts',
+        find: '  try {\n    await deps.db.batch(statements);',
+        replace:
+          '  deps.kickAfterCommit(c, write.messageKeys);\n  try {\n    await deps.db.batch(statements);',
+      },
+      {
+        file: 'examples/reference-service/domain-routes.ts',
+        find: '  deps.kickAfterCommit(c, write.messageKeys);\n  return c.json(',
+        replace: '  return c.json(',
+      },
+    ],
+    tests: [
+      {
+        file: APP_TEST,
+        name: 'kicks only after the commit, and the kick sends what the commit wrote',
+        driver: 'neon-ws',
+      },
+    ],
+  },
+];

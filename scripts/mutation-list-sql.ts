@@ -1,0 +1,208 @@
+/**
+ * Mutations of the SQL: the claim, settle and purge statements, and the migrations. Each removes
+ * a lock or clause whose reason src/store/statements.ts (or the migration) gives.
+ */
+import {
+  CLAIM_CRASH_TEST,
+  DEADLINE_TEST,
+  drainTest,
+  type Mutation,
+  type NamedTest,
+} from './mutation.js';
+
+const STATEMENTS = 'src/store/statements.ts';
+const SKIP_LOCKED_TEST: NamedTest = {
+  file: 'test/store/skip-locked.test.ts',
+  name: 'a drain delivers the other due rows at once while another transaction holds one',
+  driver: 'node-pg',
+};
+
+export const SQL_MUTATIONS: readonly Mutation[] = [
+  {
+    name: 'dedupe conflict returns nothing',
+    row: 3,
+    edits: [
+      {
+        file: STATEMENTS,
+        find: 'DO UPDATE SET dedupe_key = excluded.dedupe_key',
+        replace: 'DO NOTHING',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/enqueue.test.ts',
+        name: 'yields one message for one dedupe key, across calls and within a call',
+        driver: 'node-pg',
+      },
+    ],
+  },
+  {
+    name: 'drop SKIP LOCKED',
+    row: 4,
+    edits: [{ file: STATEMENTS, find: 'FOR UPDATE OF m SKIP LOCKED', replace: 'FOR UPDATE OF m' }],
+    tests: [SKIP_LOCKED_TEST],
+  },
+  {
+    name: 'drop FOR UPDATE',
+    row: 4,
+    edits: [{ file: STATEMENTS, find: 'FOR UPDATE OF m SKIP LOCKED', replace: '' }],
+    tests: [
+      drainTest('8 overlapping drains over 10,000 messages send every key exactly once'),
+      // Deterministic where the overlap above is a (near-certain) race: without the row lock in
+      // the SELECT, the UPDATE itself waits for the held row.
+      SKIP_LOCKED_TEST,
+    ],
+  },
+  {
+    name: 'claim rows whose lease is live',
+    row: 4,
+    edits: [
+      {
+        file: STATEMENTS,
+        find: /(WHERE m\.state IN \('pending', 'claimed'\)\s+)AND m\.due_at <= \$1/,
+        replace: "$1AND (m.due_at <= $$1 OR m.state = 'claimed')",
+      },
+    ],
+    tests: [CLAIM_CRASH_TEST],
+  },
+  {
+    name: 'never re-claim an expired lease',
+    row: 6,
+    edits: [
+      {
+        file: STATEMENTS,
+        find: /WHERE m\.state IN \('pending', 'claimed'\)(\s+AND m\.due_at <= \$1)/,
+        replace: "WHERE m.state IN ('pending')$1",
+      },
+    ],
+    tests: [CLAIM_CRASH_TEST],
+  },
+  {
+    name: 'drop the claim-token guard in the settle',
+    row: 8,
+    edits: [{ file: STATEMENTS, find: /\n\s+AND m\.claim_token = o\.claim_token/, replace: '' }],
+    tests: [
+      drainTest(
+        'a settle after another drain re-claimed the row changes nothing and counts as stale',
+      ),
+    ],
+  },
+  {
+    name: 'release without uncounting the attempt',
+    row: 9,
+    edits: [
+      {
+        file: STATEMENTS,
+        find: 'THEN m.attempts - 1 ELSE m.attempts END',
+        replace: 'THEN m.attempts ELSE m.attempts END',
+      },
+    ],
+    tests: [DEADLINE_TEST],
+  },
+  {
+    name: 'release keeps the lease',
+    row: 9,
+    edits: [
+      {
+        file: STATEMENTS,
+        find: "WHEN o.outcome IN ('retry', 'release') THEN o.due_at",
+        replace: "WHEN o.outcome IN ('retry') THEN o.due_at",
+      },
+    ],
+    tests: [DEADLINE_TEST],
+  },
+  {
+    name: 'drop the ordering-key head check',
+    row: 11,
+    edits: [
+      {
+        file: STATEMENTS,
+        find: 'AND (m.ordering_key IS NULL OR NOT EXISTS (',
+        replace: 'AND (m.ordering_key IS NULL OR true OR NOT EXISTS (',
+      },
+    ],
+    tests: [drainTest('delivers each ordering key in enqueue order while sends fail at random')],
+  },
+  {
+    name: 'a dead head never blocks',
+    row: 12,
+    edits: [
+      {
+        file: STATEMENTS,
+        find: "OR (earlier.state = 'dead' AND $6::boolean))",
+        replace: "OR (earlier.state = 'dead' AND $6::boolean AND false))",
+      },
+    ],
+    tests: [drainTest('a dead head holds back the rest of its ordering key unless told otherwise')],
+  },
+  {
+    name: 'count the attempt at settle instead of claim',
+    row: 13,
+    edits: [
+      {
+        file: STATEMENTS,
+        find: 'attempts = least(m.attempts + 1, m.max_attempts),',
+        replace: 'attempts = m.attempts,',
+      },
+      {
+        file: STATEMENTS,
+        find: "attempts = CASE WHEN o.outcome = 'release' THEN m.attempts - 1 ELSE m.attempts END,",
+        replace:
+          "attempts = CASE WHEN o.outcome = 'release' THEN m.attempts ELSE least(m.attempts + 1, m.max_attempts) END,",
+      },
+    ],
+    tests: [drainTest('sets aside at claim a message whose final attempt was never settled')],
+  },
+  {
+    name: 'drop the known-states CHECK',
+    row: 16,
+    edits: [
+      {
+        file: 'src/store/migrations.generated.ts',
+        find: "CONSTRAINT messages_state_known\\n    CHECK (state IN ('pending', 'claimed', 'delivered', 'dead')),",
+        replace: '',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/migrate.test.ts',
+        name: 'CHECK constraints refuse rows in an impossible state',
+      },
+    ],
+  },
+  {
+    name: 'migrate without the advisory lock',
+    row: 17,
+    edits: [
+      {
+        file: 'src/store/migrate.ts',
+        find: "text: 'SELECT pg_advisory_xact_lock(hashtext($1))',",
+        replace: "text: 'SELECT hashtext($1)',",
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/migrate.test.ts',
+        name: 'a second migration waits for one in progress, then finds it done',
+      },
+    ],
+  },
+  {
+    name: 'purge without a bound',
+    row: 18,
+    edits: [
+      {
+        file: STATEMENTS,
+        find: /(ORDER BY delivered_at, id\s+)LIMIT \$2/,
+        replace: '$1LIMIT greatest($$2, 1000000)',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/admin.test.ts',
+        name: 'purges old delivered and dead rows in bounded statements and keeps the rest',
+        driver: 'node-pg',
+      },
+    ],
+  },
+];

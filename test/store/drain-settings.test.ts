@@ -1,0 +1,45 @@
+/**
+ * Settings a drain refuses before it claims anything. The lease rule is what keeps two drains
+ * from sending one message: a send that starts must be able to time out and be settled before
+ * its lease ends, or another drain could claim the row while the send still runs.
+ */
+import { describe, expect, it } from 'vitest';
+import { drainOnce } from '../../src/core/drain.js';
+import { isOutboxError } from '../../src/core/errors.js';
+import { useTestDatabase } from '../support/database.js';
+import { freshOutbox, recordingSender } from '../support/drain-fixtures.js';
+import { useDriver } from '../support/drivers.js';
+
+const database = useTestDatabase();
+
+describe('drain settings', () => {
+  const driver = useDriver('node-pg', database);
+
+  it('refuses a lease that a send plus its settle could outlast, and claims nothing', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    const [key] = await outbox.enqueue(driver.db, { kind: 'test.kind', payload: {} });
+    const sender = recordingSender();
+    const error = await drainOnce({
+      store,
+      senders: { 'test.kind': sender.send },
+      leaseMs: 1000,
+      sendTimeoutMs: 800,
+      roundTripReserveMs: 200,
+    }).catch((e: unknown) => e);
+    expect(isOutboxError(error) && error.code).toBe('OUTBOX_CONFIGURATION');
+    expect((error as Error).message).toMatch(/leaseMs \(1000\) must exceed sendTimeoutMs/);
+    expect(sender.calls).toHaveLength(0);
+    const [message] = (await store.list({ state: 'pending' })).messages;
+    expect(message).toMatchObject({ key, attempts: 0 });
+
+    // One millisecond more and the same settings are safe.
+    const report = await drainOnce({
+      store,
+      senders: { 'test.kind': sender.send },
+      leaseMs: 1001,
+      sendTimeoutMs: 800,
+      roundTripReserveMs: 200,
+    });
+    expect(report).toMatchObject({ delivered: 1 });
+  });
+});

@@ -1,0 +1,56 @@
+/**
+ * The subrequest budget (a Worker's limit on fetches and database round trips per invocation)
+ * in the two places a drain spends it: the size of each claim, and each send. Either check alone
+ * hides the other in the simple case (test/store/drain.test.ts); these cases need both.
+ */
+import { describe, expect, it } from 'vitest';
+import { drainOnce } from '../../src/core/drain.js';
+import { useTestDatabase } from '../support/database.js';
+import { freshOutbox, recordingSender, sleep } from '../support/drain-fixtures.js';
+import { countingExecutor, DRIVER_NAMES, useDriver } from '../support/drivers.js';
+
+const database = useTestDatabase();
+
+const messages = (count: number) =>
+  Array.from({ length: count }, (_, index) => ({ kind: 'test.kind', payload: { index } }));
+
+describe.each(DRIVER_NAMES)('the subrequest budget, through %s', (driverName) => {
+  const driver = useDriver(driverName, database);
+
+  it('stays within a budget of 20 sending one at a time while the next batch is claimed ahead', async () => {
+    const { outbox } = await freshOutbox(driver);
+    await outbox.enqueue(driver.db, messages(100));
+    const counted = countingExecutor(driver.db);
+    // Slow enough that the prefetched claim lands while most of its batch is still unsent.
+    const sender = recordingSender(() => sleep(5));
+    const report = await drainOnce({
+      store: outbox.store(counted),
+      senders: { 'test.kind': sender.send },
+      subrequestBudget: 20,
+      batchSize: 7,
+      concurrency: 1,
+      prefetch: true,
+    });
+    expect(counted.statements + sender.calls.length).toBeLessThanOrEqual(20);
+    expect(report.roundTrips).toBe(counted.statements);
+    expect(report.sends).toBe(sender.calls.length);
+    expect(report.stopReason).toBe('budget');
+    expect(report.delivered).toBeGreaterThan(10);
+  });
+
+  it('claims no more rows than the budget leaves room to send', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    await outbox.enqueue(driver.db, messages(100));
+    const sender = recordingSender();
+    const report = await drainOnce({
+      store,
+      senders: { 'test.kind': sender.send },
+      subrequestBudget: 10,
+      batchSize: 25,
+      prefetch: false,
+    });
+    // One claim and one settle leave eight sends: eight rows claimed, none claimed in vain.
+    expect(report).toMatchObject({ claimed: 8, delivered: 8, released: 0, stopReason: 'budget' });
+    expect((await store.stats(new Date())).pending).toBe(92);
+  });
+});
