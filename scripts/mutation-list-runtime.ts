@@ -194,13 +194,13 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     row: 19,
     edits: [
       {
-        file: 'examples/reference-service/domain-routes.ts',
+        file: 'examples/reference-service/commit-once.ts',
         find: '  try {\n    await deps.db.batch(statements);',
         replace:
           '  deps.kickAfterCommit(c, write.messageKeys);\n  try {\n    await deps.db.batch(statements);',
       },
       {
-        file: 'examples/reference-service/domain-routes.ts',
+        file: 'examples/reference-service/commit-once.ts',
         find: '  deps.kickAfterCommit(c, write.messageKeys);\n  return c.json(',
         replace: '  return c.json(',
       },
