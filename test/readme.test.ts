@@ -27,6 +27,17 @@ describe('README excerpts', () => {
   });
 });
 
+describe('CI', () => {
+  it('runs exactly the test command the README gives for CI, after npm ci', () => {
+    const command = /CI runs, after `npm ci`, exactly this[\s\S]*?```sh\n(.+)\n```/.exec(
+      readme,
+    )?.[1];
+    expect(command).toBeDefined();
+    const script = readFileSync(`${root}.ci/run`, 'utf8').trim().split('\n');
+    expect(script.slice(-2)).toEqual(['npm ci', command]);
+  });
+});
+
 describe('README "The short version"', () => {
   const database = useTestDatabase({ migrated: false });
 
