@@ -73,6 +73,13 @@ export class SessionFaults {
   connectFailure: SimulatedConnectFailure | undefined;
   /** Cut the socket of the next session handed out, without any Postgres message. */
   dropNextSession = false;
+  /**
+   * Replies to cut after the request ran to the end (a batch committed): the client sees a
+   * network error for a statement that took effect.
+   */
+  cutRepliesAfterRun = 0;
+  /** `POST /sql` requests received, answered or not: what a Worker would count as subrequests. */
+  httpRequests = 0;
 }
 
 type LiveClient = PoolClient & { processID?: number | null; secretKey?: number | null };
