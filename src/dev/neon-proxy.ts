@@ -83,7 +83,7 @@ export interface NeonProxy {
   /**
    * Test switch: run the next `count` HTTP queries to the end (a batch commits), then cut the
    * connection instead of replying: the client sees a network error for a statement that took
-   * effect, the outcome a drain cannot know.
+   * effect, the outcome a drain cannot know. `0` turns it off.
    */
   cutRepliesAfterRun(count?: number): void;
   /**
@@ -169,7 +169,7 @@ export async function startNeonProxy(options: NeonProxyOptions): Promise<NeonPro
       pools.faults.dropNextSession = true;
     },
     cutRepliesAfterRun(count = 1) {
-      pools.faults.cutRepliesAfterRun += count;
+      pools.faults.cutRepliesAfterRun = count;
     },
     dropWebSockets() {
       return tunnels.cutAll();

@@ -140,9 +140,9 @@ export class PostgresPools {
         (failure === undefined ||
           failure instanceof SqlOverHttpError ||
           (isPostgresError(failure) && failure.severity === 'ERROR'));
-      // A destroyed session keeps the listener: its socket may still report the loss.
-      if (reusable) client.off('error', ignoreClientError);
-      this.#giveBack(client, reusable);
+      // The listener stays until the session is back in the pool: a session killed during its
+      // reset (pg_terminate_backend, a restart) reports the loss on the client too.
+      this.#giveBack(client, reusable, ignoreClientError);
     }
   }
 
@@ -154,13 +154,17 @@ export class PostgresPools {
   }
 
   /** Resets in the background: the response does not wait for it, the next borrower does. */
-  #giveBack(client: PoolClient, reusable: boolean): void {
+  #giveBack(client: PoolClient, reusable: boolean, onClientError: () => void): void {
     if (!reusable) {
+      // A destroyed session keeps the listener: its socket may still report the loss.
       client.release(true);
       return;
     }
     client.query(SESSION_RESET_SQL).then(
-      () => client.release(),
+      () => {
+        client.off('error', onClientError);
+        client.release();
+      },
       (error: unknown) => {
         client.release(true);
         this.#reportBackgroundError(error instanceof Error ? error : new Error(String(error)));
