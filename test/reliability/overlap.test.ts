@@ -1,16 +1,24 @@
 /**
+ * The runtimes under load and under slowness, sharing one `wrangler dev` start and one Lambda
+ * build per case.
+ *
  * Overlap under load: 8 drains at once over one outbox, of every kind a user deploys (the Node
  * drain schedule, `wrangler dev` cron invocations of the Worker, and the built Lambda scheduled
  * handler, with the same EventBridge event delivered twice to two warm instances) while the app
  * writes a steady stream of messages, half of its transactions rolled back on purpose. Target:
  * test/fixtures/own-app, a small app on the public exports. Every committed message is
  * delivered exactly once (no process is killed here), and no rolled-back message ever goes out.
+ *
+ * Deadline: with a slow receiver and a slow database (every packet to and from PostgreSQL held
+ * back), a drain on each runtime returns before its deadline, and leaves nothing claimed: every
+ * outcome recorded, the unsent handed back.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildLambda } from '../../scripts/build-lambda.js';
 import { silentLogger } from '../../src/core/ports.js';
@@ -24,6 +32,7 @@ import { migrateOwnApp, outbox, ownDrainSetup } from '../fixtures/own-app/app.js
 import { startWranglerDev, type WranglerDev } from '../runtime/wrangler-dev.js';
 import { useTestDatabase } from '../support/database.js';
 import { account, type DeliveryLedger, startDeliveryLedger } from './support/delivery-ledger.js';
+import { type LatencyProxy, startLatencyProxy } from './support/latency-proxy.js';
 import { recordScenario } from './support/scenario-results.js';
 
 const fixture = fileURLToPath(new URL('../fixtures/own-app/', import.meta.url));
@@ -38,12 +47,18 @@ const secret = generateWebhookSecret();
 let proxy: NeonProxy;
 let ledger: DeliveryLedger;
 let worker: WranglerDev;
+/** The Worker for the deadline case: a 3 s drain budget, its database behind the latency relay. */
+let slowWorker: WranglerDev;
+let slowProxy: NeonProxy;
+let latency: LatencyProxy;
+const SLOW_BUDGET_MS = 3_000;
 let lambdaDir: string;
 type ScheduledDrain = (
   event: Record<string, unknown>,
   context: LambdaContextLike,
 ) => Promise<{ drain?: { claimed: number; delivered: number } }>;
 let lambdas: ScheduledDrain[];
+let lambdaBundle: string;
 
 beforeAll(async () => {
   await migrateOwnApp(pgExecutor(database.pool));
@@ -57,12 +72,25 @@ beforeAll(async () => {
     KICK: 'off',
   };
   Object.assign(process.env, vars);
+  latency = await startLatencyProxy({ host: database.host, port: database.port });
+  slowProxy = await startNeonProxy({ postgres: { host: latency.host, port: latency.port } });
   lambdaDir = await mkdtemp(join(tmpdir(), 'outbox-relay-overlap-lambda-'));
-  const [started, [bundle]] = await Promise.all([
+  const [started, slow, [bundle]] = await Promise.all([
     startWranglerDev(vars, { config: join(fixture, 'wrangler.toml') }),
+    startWranglerDev(
+      {
+        ...vars,
+        DATABASE_URL: viaLatency(database.url),
+        NEON_LOCAL_PROXY: `127.0.0.1:${slowProxy.port}`,
+        DRAIN_BUDGET_MS: String(SLOW_BUDGET_MS),
+      },
+      { config: join(fixture, 'wrangler.toml') },
+    ),
     buildLambda(lambdaDir, join(fixture, 'lambda.ts'), { drain: 'drain' }),
   ]);
   worker = started;
+  slowWorker = slow;
+  lambdaBundle = bundle!.path;
   // Two warm Lambda instances: two module instances of the same bundle.
   lambdas = await Promise.all(
     ['a', 'b'].map(
@@ -73,10 +101,18 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  await worker?.stop();
-  await Promise.all([ledger?.close(), proxy?.close()]);
+  await Promise.all([worker?.stop(), slowWorker?.stop()]);
+  await Promise.all([ledger?.close(), proxy?.close(), slowProxy?.close()]);
+  await latency?.close();
   if (lambdaDir) await rm(lambdaDir, { recursive: true, force: true });
 });
+
+/** The database URL through the latency relay. */
+function viaLatency(url: string): string {
+  const parsed = new URL(url);
+  parsed.port = String(latency.port);
+  return parsed.toString();
+}
 
 describe('8 overlapping drains on three runtimes while the app writes', () => {
   it(`deliver every committed message of ${MESSAGES} exactly once and no rolled-back one`, async () => {
@@ -212,3 +248,114 @@ describe('8 overlapping drains on three runtimes while the app writes', () => {
     });
   });
 });
+
+describe('a slow receiver and a slow database', () => {
+  it('every drain returns before its deadline with nothing left claimed, on Node, Workers and Lambda', async () => {
+    ledger.delayMs = 700;
+    latency.delayMs = 40;
+    const enqueue = () =>
+      outbox.enqueue(
+        pgExecutor(database.pool),
+        Array.from({ length: 60 }, (_, index) => ({
+          kind: 'webhook',
+          payload: { url: `${ledger.url}/slow`, body: { index } },
+        })),
+      );
+    const claimedNow = async () =>
+      Number(
+        (
+          await database.pool.query<{ n: string }>(
+            "SELECT count(*) AS n FROM outbox.messages WHERE state = 'claimed'",
+          )
+        ).rows[0]!.n,
+      );
+    const slowPool = new pg.Pool({ connectionString: viaLatency(database.url), max: 4 });
+    const committed: string[] = [];
+    const elapsed: Record<string, { ms: number; budgetMs: number }> = {};
+    try {
+      // Node: the drainer a schedule runs, with a 3 s budget.
+      committed.push(...(await enqueue()));
+      const drain = createDrainer(
+        ownDrainSetup(pgExecutor(slowPool), {
+          webhookSecret: secret,
+          allowHosts: [`127.0.0.1:${ledger.port}`],
+        }),
+      );
+      let started = Date.now();
+      const nodeReport = await drain({ budgetMs: SLOW_BUDGET_MS });
+      elapsed.node = { ms: Date.now() - started, budgetMs: SLOW_BUDGET_MS };
+      expect(nodeReport.stopReason).toBe('deadline');
+      expect(await claimedNow()).toBe(0);
+
+      // Workers: a cron invocation with OUTBOX's 3 s drain budget, through workerd.
+      committed.push(...(await enqueue()));
+      started = Date.now();
+      expect((await slowWorker.scheduled('* * * * *')).status).toBe(200);
+      elapsed.workers = { ms: Date.now() - started, budgetMs: SLOW_BUDGET_MS };
+      expect(await claimedNow()).toBe(0);
+
+      // Lambda: 5 s left in the invocation, less the kit's safety margin.
+      process.env.DATABASE_URL = viaLatency(database.url);
+      process.env.NEON_LOCAL_PROXY = `127.0.0.1:${slowProxy.port}`;
+      const { drain: lambdaDrain } = (await import(`${lambdaBundle}?instance=slow`)) as {
+        drain: ScheduledDrain;
+      };
+      committed.push(...(await enqueue()));
+      const deadline = Date.now() + 5_000;
+      started = Date.now();
+      await lambdaDrain(
+        {
+          version: '0',
+          id: randomUUID(),
+          'detail-type': 'Scheduled Event',
+          source: 'aws.events',
+          time: '2026-11-30T11:07:00Z',
+          detail: {},
+        },
+        { getRemainingTimeInMillis: () => deadline - Date.now(), awsRequestId: 'slow' },
+      );
+      elapsed.lambda = { ms: Date.now() - started, budgetMs: 5_000 };
+      expect(await claimedNow()).toBe(0);
+      for (const [runtime, { ms, budgetMs }] of Object.entries(elapsed)) {
+        expect(ms, runtime).toBeLessThan(budgetMs);
+      }
+    } finally {
+      ledger.delayMs = 0;
+      latency.delayMs = 0;
+      await slowPool.end();
+    }
+
+    // Then, healthy again, everything goes out once.
+    await drainAll();
+    const result = account(ledger.deliveries, committed);
+    expect(result.lost).toEqual([]);
+    expect(result.extraDeliveries).toBe(0);
+    recordScenario('deadline', {
+      scenario: 'deadline: slow receiver (700 ms) and slow database (40 ms per packet each way)',
+      runs: 3,
+      messages: committed.length,
+      faults: 2,
+      injected: `slow receiver and database; returned in ${Object.entries(elapsed)
+        .map(([runtime, { ms, budgetMs }]) => `${runtime} ${ms}/${budgetMs} ms`)
+        .join(', ')}`,
+      lost: result.lost.length,
+      duplicated: result.extraDeliveries,
+      rolledBackSent: 0,
+      duplicatesAllowed: '',
+    });
+  });
+});
+
+/** Drains until nothing is due, healthy, in-process. */
+async function drainAll(): Promise<void> {
+  const drain = createDrainer(
+    ownDrainSetup(pgExecutor(database.pool), {
+      webhookSecret: secret,
+      allowHosts: [`127.0.0.1:${ledger.port}`],
+    }),
+  );
+  for (let pass = 0; pass < 20; pass++) {
+    const report = await drain({ budgetMs: 20_000 });
+    if (report.claimed === 0) return;
+  }
+}
