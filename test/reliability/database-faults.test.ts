@@ -51,8 +51,16 @@ function expectClean(id: string, scenario: string, injected: string, run: FaultR
   expect(run.committed.filter((key) => run.rolledBack.includes(key))).toEqual([]);
   // Every delivered row counted once by the outbox's own counters, whatever the settles saw.
   expect(run.countedDeliveries).toBe(run.deliveredRows);
-  // A fault can resend only a message whose settle failed every try.
-  if (run.settlesAbandoned === 0) expect(run.extraDeliveries).toBe(0);
+  // A fault resends only a message whose settle failed every try, or whose send timed out
+  // after the receiver took it (a starved CI machine); nothing else may go out twice.
+  const unexplained = [...run.duplicated.keys()].filter((key) => !run.timedOut.has(key));
+  if (run.settlesAbandoned === 0) expect(unexplained).toEqual([]);
+  const reasons = [
+    run.settlesAbandoned > 0 &&
+      `${run.settlesAbandoned} settles failed every try: their sent rows went out again after the lease`,
+    run.duplicated.size > unexplained.length &&
+      `${run.duplicated.size - unexplained.length} sends timed out after the receiver took them`,
+  ].filter(Boolean);
   expect(run.committed.length).toBeGreaterThan(0);
   recordScenario(id, {
     scenario,
@@ -63,10 +71,7 @@ function expectClean(id: string, scenario: string, injected: string, run: FaultR
     lost: run.lost.length,
     duplicated: run.extraDeliveries,
     rolledBackSent: run.rolledBackSent.length,
-    duplicatesAllowed:
-      run.extraDeliveries === 0
-        ? ''
-        : `${run.settlesAbandoned} settles failed every try: their sent rows went out again after the lease, same key`,
+    duplicatesAllowed: run.extraDeliveries === 0 ? '' : `${reasons.join('; ')}; same key`,
   });
 }
 

