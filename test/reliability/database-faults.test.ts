@@ -91,7 +91,8 @@ describe.each(DRIVER_NAMES)(
           ledger,
           secret,
           durationMs: RUN_MS,
-          faultEveryMs: 60,
+          // Neon WebSocket connections take longest to open: fewer kills, or no write commits.
+          faultEveryMs: name === 'neon-ws' ? 250 : 60,
           random,
           inject: () =>
             observer.query(
