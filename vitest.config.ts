@@ -1,4 +1,4 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
   // The examples, fixtures and tests import the package by name ('outbox-relay/admin'), as a
@@ -8,6 +8,8 @@ export default defineConfig({
   resolve: { tsconfigPaths: true },
   test: {
     include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
+    // The fault-injection suite runs on its own: npm run test:reliability.
+    exclude: [...configDefaults.exclude, 'test/reliability/**'],
     globalSetup: ['test/global-setup.ts'],
     // Real PostgreSQL, real servers: generous, but a hang still fails instead of blocking CI.
     testTimeout: 60_000,

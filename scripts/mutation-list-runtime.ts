@@ -49,7 +49,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
   {
     name: 'skip the deadline check before a send',
     row: 5,
-    edits: [{ file: DRAIN, find: ' || room < settings.sendTimeoutMs', replace: '' }],
+    edits: [{ file: DRAIN, find: '        room < settings.sendTimeoutMs ||\n', replace: '' }],
     tests: [DEADLINE_TEST],
   },
   {
@@ -106,7 +106,13 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
   {
     name: 'keep sending after an abort',
     row: 9,
-    edits: [{ file: DRAIN, find: 'if (options.signal?.aborted || ', replace: 'if (' }],
+    edits: [
+      {
+        file: DRAIN,
+        find: '        options.signal?.aborted ||\n        run.budgetRefused ||',
+        replace: '        run.budgetRefused ||',
+      },
+    ],
     tests: [
       drainTest('on abort, finishes the sends in flight, releases the rest and reports aborted'),
     ],
@@ -114,7 +120,13 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
   {
     name: 'skip the subrequest budget before a send',
     row: 10,
-    edits: [{ file: DRAIN, find: ' || budgetLeft(run) < 1) {', replace: ') {' }],
+    edits: [
+      {
+        file: DRAIN,
+        find: '        room < settings.sendTimeoutMs ||\n        budgetLeft(run) < 1\n',
+        replace: '        room < settings.sendTimeoutMs\n',
+      },
+    ],
     tests: [
       {
         file: BUDGET_TEST_FILE,

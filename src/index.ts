@@ -23,11 +23,13 @@ export {
   isOutboxError,
   isPermanentDeliveryError,
   isRetryableDeliveryError,
+  isSubrequestBudgetError,
   isValidationError,
   OutboxError,
   type OutboxErrorCode,
   PermanentDeliveryError,
   RetryableDeliveryError,
+  SubrequestBudgetError,
   ValidationError,
 } from './core/errors.js';
 export {
@@ -72,7 +74,7 @@ export {
   DEFAULT_BACKOFF_BASE_MS,
   DEFAULT_BACKOFF_CAP_MS,
 } from './core/retry-policy.js';
-export type { OutboundMessage, Sender, SenderRegistry } from './core/sender.js';
+export type { OutboundMessage, SendContext, Sender, SenderRegistry } from './core/sender.js';
 export { dead, delivered, release, retry, type Settlement } from './core/settlement.js';
 export { checkStorableText, storableTextProblem } from './core/storable-text.js';
 export {

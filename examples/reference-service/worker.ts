@@ -38,12 +38,6 @@ import {
 const REQUEST_SUBREQUEST_RESERVE = 10;
 
 /**
- * Subrequests kept back for reading webhook endpoint secrets, which the drain does not count:
- * one per distinct endpoint per invocation (see `lookupsOncePerInvocation`).
- */
-const SECRET_LOOKUP_RESERVE = 10;
-
-/**
  * `OUTBOX_SUBREQUEST_BUDGET`: the plan's per-invocation limit. Unset means the Free plan's 50,
  * the one limit every account has; wrangler.toml states the choice explicitly.
  */
@@ -52,7 +46,7 @@ function subrequestBudget(env: EnvLike): number {
     env,
     'OUTBOX_SUBREQUEST_BUDGET',
     WORKERS_FREE_SUBREQUESTS,
-    REQUEST_SUBREQUEST_RESERVE + SECRET_LOOKUP_RESERVE + 3,
+    REQUEST_SUBREQUEST_RESERVE + 3,
   );
 }
 
@@ -78,7 +72,8 @@ async function fetch(
     return misconfiguredResponse(error, { runtime: 'cloudflare-workers' });
   }
   const app = referenceApp(service, {
-    kickSubrequestBudget: budget - REQUEST_SUBREQUEST_RESERVE - SECRET_LOOKUP_RESERVE,
+    // Webhook secret reads are counted by the drain itself (the webhook sender reports them).
+    kickSubrequestBudget: budget - REQUEST_SUBREQUEST_RESERVE,
   });
   // The kick runs after the response inside ctx.waitUntil (kickAfterCommit does that), within
   // the same invocation and so the same subrequest limit.
@@ -95,7 +90,7 @@ const scheduled = workersScheduledHandler(
     return service.drainer;
   },
   (env) => ({
-    subrequestBudget: subrequestBudget(env) - SECRET_LOOKUP_RESERVE,
+    subrequestBudget: subrequestBudget(env),
     drainBudgetMs: integerFromEnv(
       env,
       'OUTBOX_DRAIN_BUDGET_MS',
@@ -108,8 +103,9 @@ const scheduled = workersScheduledHandler(
 
 /**
  * An executor for the webhook endpoint-secret lookup that reads each endpoint once per
- * invocation: over Neon HTTP every read is a subrequest the drain does not count, so a batch
- * of webhooks to one endpoint costs one read, not one per message. Workers build the service per
+ * invocation: over Neon HTTP every read is a subrequest (the webhook sender counts each lookup
+ * against the drain's budget, and asks once per endpoint per drain), so a kick and a drain in
+ * one invocation share a read. Workers build the service per
  * invocation, so a disabled endpoint is seen by the next one.
  */
 function lookupsOncePerInvocation(db: SqlExecutor): SqlExecutor {

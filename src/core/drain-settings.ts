@@ -38,8 +38,10 @@ export interface DrainOptions {
   /** Stop after claiming this many messages. Default: no limit. */
   maxMessages?: number;
   /**
-   * Most SQL round trips plus sends this drain may make (Workers cap subrequests per
-   * invocation: 50 on the free plan, 1000 on paid). Default: no limit.
+   * Most subrequests this drain may make: SQL round trips, sends, and whatever senders report
+   * through `SendContext.spend` (a secret read). Each is counted before it is made, and a settle
+   * is reserved for every claimed batch, so the drain never makes one more (Workers cap
+   * subrequests per invocation: 50 on the free plan, 1000 on paid). Default: no limit.
    */
   subrequestBudget?: number;
   /** Rows per claim. Default {@link DEFAULT_BATCH_SIZE}. */
@@ -91,6 +93,8 @@ export interface DrainReport {
   roundTrips: number;
   /** Sender calls made. */
   sends: number;
+  /** Subrequests senders reported beyond their sends (secret reads, token fetches). */
+  senderSubrequests: number;
   durationMs: number;
   stopReason: StopReason;
 }

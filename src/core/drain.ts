@@ -10,16 +10,26 @@ import {
   describeError,
   isPermanentDeliveryError,
   isRetryableDeliveryError,
+  isSubrequestBudgetError,
   OutboxError,
+  SubrequestBudgetError,
 } from './errors.js';
 import type { ClaimedMessage, MessageRecord, SettleRequest } from './outbox-store.js';
 import type { Logger } from './ports.js';
 import { backoffDelayMs } from './retry-policy.js';
-import type { OutboundMessage } from './sender.js';
+import type { OutboundMessage, SendContext } from './sender.js';
 import { dead, delivered, release, retry, type Settlement } from './settlement.js';
 
 /** Attempts at writing a batch's outcomes before giving up (the lease then covers for us). */
-const SETTLE_TRIES = 3;
+const SETTLE_TRIES = 5;
+
+/**
+ * The wait before the second settle try, growing 4x per try (100 ms, 400 ms, 1.6 s, 6.4 s),
+ * each cut to the time left before the deadline: a connection cut, a Neon reply lost or a
+ * PostgreSQL restart passes in about a second, and a settle given up on means every sent
+ * message of its batch goes out again after the lease.
+ */
+const SETTLE_RETRY_WAIT_MS = 100;
 
 /**
  * Runs one bounded drain: claim due messages, send them, record every outcome, repeat until
@@ -50,6 +60,8 @@ export async function drainOnce(options: DrainOptions): Promise<DrainReport> {
     options,
     timeLeftMs: deadlineReader(options.deadline, clock),
     owedSettles: 0,
+    budgetRefused: false,
+    identity: Object.freeze({}),
     report: {
       claimed: 0,
       delivered: 0,
@@ -60,6 +72,7 @@ export async function drainOnce(options: DrainOptions): Promise<DrainReport> {
       batches: 0,
       roundTrips: 0,
       sends: 0,
+      senderSubrequests: 0,
       durationMs: 0,
       stopReason: 'empty',
     },
@@ -117,6 +130,10 @@ interface DrainRun {
   timeLeftMs: () => number;
   /** Settles still owed for claimed batches: budget reserved for them. */
   owedSettles: number;
+  /** A sender asked for more than the budget had left: claim no more. */
+  budgetRefused: boolean;
+  /** What senders see as `context.run`: this run's identity and nothing of its state. */
+  identity: object;
 }
 
 interface Batch {
@@ -130,14 +147,17 @@ interface Batch {
 
 /** Subrequests still free: spent ones and settles owed are taken. */
 function budgetLeft(run: DrainRun): number {
-  return run.settings.subrequestBudget - run.report.roundTrips - run.report.sends - run.owedSettles;
+  const { report } = run;
+  const spent = report.roundTrips + report.sends + report.senderSubrequests;
+  return run.settings.subrequestBudget - spent - run.owedSettles;
 }
 
 function reasonToStop(run: DrainRun): StopReason | undefined {
   const { settings, report } = run;
   if (run.options.signal?.aborted) return 'aborted';
   // One claim, at least one send, one settle.
-  if (settings.maxMessages - report.claimed <= 0 || budgetLeft(run) < 3) return 'budget';
+  if (run.budgetRefused || settings.maxMessages - report.claimed <= 0 || budgetLeft(run) < 3)
+    return 'budget';
   // A batch is worth claiming only if one send and both round trips fit.
   if (run.timeLeftMs() < 2 * settings.roundTripReserveMs + settings.sendTimeoutMs)
     return 'deadline';
@@ -205,12 +225,23 @@ async function sendBatch(batch: Batch, run: DrainRun): Promise<Settlement[]> {
       const message = batch.claimed[index]!;
       const now = settings.clock.now().getTime();
       const room = Math.min(run.timeLeftMs(), leaseEndsAt - now) - settings.roundTripReserveMs;
-      if (options.signal?.aborted || room < settings.sendTimeoutMs || budgetLeft(run) < 1) {
+      if (
+        options.signal?.aborted ||
+        run.budgetRefused ||
+        room < settings.sendTimeoutMs ||
+        budgetLeft(run) < 1
+      ) {
         outcomes[index] = release(settings.clock.now());
         continue;
       }
       report.sends += 1;
-      const error = await sendWithTimeout(message, settings);
+      const error = await sendWithTimeout(message, settings, sendContext(run));
+      if (isSubrequestBudgetError(error)) {
+        // Refused before the request was made: nothing went out, so no attempt is spent.
+        run.budgetRefused = true;
+        outcomes[index] = release(settings.clock.now());
+        continue;
+      }
       outcomes[index] = outcomeOf(message, error, settings);
     }
   };
@@ -219,8 +250,34 @@ async function sendBatch(batch: Batch, run: DrainRun): Promise<Settlement[]> {
   return outcomes;
 }
 
+/**
+ * The budget as one send sees it: a request a sender reports is taken from what is free,
+ * settles owed included, so a sender can never spend a settle's subrequest.
+ */
+function sendContext(run: DrainRun): SendContext {
+  return {
+    run: run.identity,
+    spend(subrequests, what) {
+      if (!Number.isInteger(subrequests) || subrequests < 0) {
+        throw new RangeError(`spend: subrequests must be a whole number >= 0, got ${subrequests}`);
+      }
+      const left = budgetLeft(run);
+      if (subrequests > left) {
+        throw new SubrequestBudgetError(
+          `${what} needs ${subrequests} subrequests and the drain's budget has ${left} left; the message goes back unsent`,
+        );
+      }
+      run.report.senderSubrequests += subrequests;
+    },
+  };
+}
+
 /** Resolves to undefined on success, or the failure. Never rejects, never outlives its timeout. */
-async function sendWithTimeout(message: ClaimedMessage, settings: Settings): Promise<unknown> {
+async function sendWithTimeout(
+  message: ClaimedMessage,
+  settings: Settings,
+  context: SendContext,
+): Promise<unknown> {
   const sender = settings.senders[message.kind]!;
   // A timer we clear when the send ends. AbortSignal.timeout cannot be cancelled, so it kept
   // every finished send (message, payload, closures) alive for the full timeout: +150 MiB over a
@@ -245,7 +302,7 @@ async function sendWithTimeout(message: ClaimedMessage, settings: Settings): Pro
     createdAt: message.createdAt,
   };
   const sent = Promise.resolve()
-    .then(() => sender(outbound, controller.signal))
+    .then(() => sender(outbound, controller.signal, context))
     .then(
       () => undefined,
       (error: unknown) => error ?? new Error('sender rejected with no reason'),
@@ -296,7 +353,12 @@ async function settleBatch(
   run.owedSettles -= 1;
   let lastError: unknown;
   for (let tryNumber = 1; tryNumber <= SETTLE_TRIES; tryNumber++) {
-    if (tryNumber > 1 && budgetLeft(run) < 1) break;
+    if (tryNumber > 1) {
+      if (budgetLeft(run) < 1) break;
+      const room = run.timeLeftMs() - settings.roundTripReserveMs;
+      if (room <= 0) break;
+      await pause(Math.min(SETTLE_RETRY_WAIT_MS * 4 ** (tryNumber - 2), room));
+    }
     report.roundTrips += 1;
     try {
       const { stale } = await settings.store.settle(requests, settings.clock.now());
@@ -315,6 +377,10 @@ async function settleBatch(
     ),
     { report },
   );
+}
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 function tally(

@@ -11,7 +11,8 @@ export type OutboxErrorCode =
   | 'OUTBOX_PERMANENT_DELIVERY'
   | 'OUTBOX_RETRYABLE_DELIVERY'
   | 'OUTBOX_CONFIGURATION'
-  | 'OUTBOX_DATABASE';
+  | 'OUTBOX_DATABASE'
+  | 'OUTBOX_SUBREQUEST_BUDGET';
 
 /** Base class of every error this library throws on purpose. */
 export class OutboxError extends Error {
@@ -66,6 +67,21 @@ export class ConfigurationError extends OutboxError {
     super('OUTBOX_CONFIGURATION', message, options);
     this.name = 'ConfigurationError';
   }
+}
+
+/**
+ * A sender asked for a subrequest the drain's budget cannot cover, before making it. Nothing
+ * was sent: the drain hands the message back (due now, no attempt counted) and stops claiming.
+ */
+export class SubrequestBudgetError extends OutboxError {
+  constructor(message: string) {
+    super('OUTBOX_SUBREQUEST_BUDGET', message);
+    this.name = 'SubrequestBudgetError';
+  }
+}
+
+export function isSubrequestBudgetError(error: unknown): error is SubrequestBudgetError {
+  return isOutboxError(error) && error.code === 'OUTBOX_SUBREQUEST_BUDGET';
 }
 
 /** True for any error this library raised on purpose, across package copies. */

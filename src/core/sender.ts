@@ -25,7 +25,40 @@ export interface OutboundMessage {
  * lease or the invocation ends. A sender that ignores it is cut loose and counted as a timeout;
  * its late success cannot be recorded and the message will be sent again, with the same key.
  */
-export type Sender = (message: OutboundMessage, signal: AbortSignal) => Promise<void>;
+export type Sender = (
+  message: OutboundMessage,
+  signal: AbortSignal,
+  /** Given by every drain; absent when you call a sender yourself (nothing is counted then). */
+  context?: SendContext,
+) => Promise<void>;
+
+/**
+ * What the drain lends one send besides its time: the subrequest budget, and the identity of
+ * the drain run.
+ *
+ * The drain counts the send's own request (the provider call) before calling the sender. A
+ * sender that makes any other request (a secret read, a token fetch, a second provider call)
+ * calls `spend` before making it: on Workers every one of them is a subrequest, and the
+ * platform fails the one past the limit, which could be the settle of messages already sent.
+ * `spend` throws a `SubrequestBudgetError` when the budget cannot cover the request; let it
+ * propagate: the drain hands the message back unsent (no attempt counted) and stops.
+ *
+ * @example
+ * async (message, signal, context) => {
+ *   context.spend(1, 'signing key read');
+ *   const key = await keys.read(message.payload.tenant);
+ *   await fetch(url, { signal, headers: sign(key, message) });
+ * }
+ */
+export interface SendContext {
+  /** Takes `subrequests` from the drain's budget, or throws `SubrequestBudgetError`. */
+  spend(subrequests: number, what: string): void;
+  /**
+   * One object per drain run: key a `WeakMap` on it to remember something (a secret, a token)
+   * for exactly one drain, so a disabled endpoint is seen by the next drain.
+   */
+  readonly run: object;
+}
 
 /** Which sender delivers which kind. Kinds without a sender are not claimed by this drain. */
 export type SenderRegistry = Readonly<Record<string, Sender>>;

@@ -81,6 +81,19 @@ export interface NeonProxy {
    */
   dropNextHttpSession(): void;
   /**
+   * Test switch: run the next `count` HTTP queries to the end (a batch commits), then cut the
+   * connection instead of replying: the client sees a network error for a statement that took
+   * effect, the outcome a drain cannot know. `0` turns it off.
+   */
+  cutRepliesAfterRun(count?: number): void;
+  /**
+   * Test switch: cut every open WebSocket tunnel now, as when Neon's proxy restarts. A
+   * transaction in flight on one is rolled back by Postgres. Returns how many were cut.
+   */
+  dropWebSockets(): number;
+  /** `POST /sql` requests received so far: what a Worker counts as subrequests. */
+  readonly httpRequests: number;
+  /**
    * Stops accepting connections, cuts open WebSocket tunnels and HTTP connections, and ends
    * every Postgres pool (an HTTP query already running finishes first). Safe to call twice.
    */
@@ -154,6 +167,15 @@ export async function startNeonProxy(options: NeonProxyOptions): Promise<NeonPro
     },
     dropNextHttpSession() {
       pools.faults.dropNextSession = true;
+    },
+    cutRepliesAfterRun(count = 1) {
+      pools.faults.cutRepliesAfterRun = count;
+    },
+    dropWebSockets() {
+      return tunnels.cutAll();
+    },
+    get httpRequests() {
+      return pools.faults.httpRequests;
     },
     close() {
       closing ??= shutDown();

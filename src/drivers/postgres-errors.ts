@@ -75,8 +75,33 @@ export function violates(error: unknown, sqlState: string, constraint?: string):
  */
 export function mapDatabaseError(error: unknown): unknown {
   if (typeof error !== 'object' || error === null) return error;
-  Object.defineProperty(error, 'retryable', { value: retryableByCode(error), configurable: true });
-  return error;
+  const mapped = webSocketFailure(error) ?? error;
+  Object.defineProperty(mapped, 'retryable', {
+    value: retryableByCode(mapped),
+    configurable: true,
+  });
+  return mapped;
+}
+
+/**
+ * Neon's WebSocket driver rejects with the socket's `ErrorEvent`, not an Error, when the
+ * WebSocket fails under a query (the proxy restarted, the connection reset): no stack, no code
+ * at the top. Turned into an Error that names the failure and carries the network code
+ * (ECONNRESET), so it is retried like any other lost connection.
+ */
+function webSocketFailure(error: object): Error | undefined {
+  if (error instanceof Error || !('error' in error) || !(error.error instanceof Error)) {
+    return undefined;
+  }
+  const inner = error.error as Error & { code?: unknown };
+  const message =
+    'message' in error && typeof error.message === 'string' && error.message !== ''
+      ? error.message
+      : inner.message;
+  return Object.assign(
+    new Error(`the WebSocket to the database failed: ${message}`, { cause: inner }),
+    typeof inner.code === 'string' ? { code: inner.code } : {},
+  );
 }
 
 /** True when a database error may pass if the statement is run again. */

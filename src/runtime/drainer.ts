@@ -23,7 +23,7 @@ export interface DrainRequest {
   maxMessages?: number;
   /** Time the drain may take. */
   budgetMs: number;
-  /** Most SQL round trips plus sends (Workers' subrequests left in this invocation). */
+  /** Most subrequests: SQL round trips, sends and what senders report (Workers: left in this invocation). */
   subrequestBudget?: number;
 }
 
@@ -106,7 +106,7 @@ export interface ScheduledRunOptions {
   budgetMs: number;
   /** Ms left, read before every step (Lambda's remaining time); default `budgetMs` from now. */
   timeLeftMs?: () => number;
-  /** Most SQL round trips plus sends (Workers' per-invocation subrequest limit). */
+  /** Most subrequests: SQL round trips, sends and what senders report (Workers: per invocation). */
   subrequestBudget?: number;
   /** Purge instead of (`'instead'`) or after (`'after'`) the drain; default no purge. */
   purge?: 'instead' | 'after';

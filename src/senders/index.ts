@@ -40,6 +40,7 @@ export {
   webhookPayloadValidator,
 } from './webhook/webhook-payload.js';
 export {
+  DEFAULT_SECRET_LOOKUP_SUBREQUESTS,
   DEFAULT_WEBHOOK_USER_AGENT,
   RESPONSE_SNIPPET_CHARACTERS,
   type WebhookSecretLookup,

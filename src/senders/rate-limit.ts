@@ -1,5 +1,5 @@
 import { ConfigurationError, RetryableDeliveryError } from '../core/errors.js';
-import type { Sender } from '../core/sender.js';
+import type { SendContext, Sender } from '../core/sender.js';
 
 export interface SendLimits {
   /** Sends in flight at once through this wrapper. Default: no limit. */
@@ -92,11 +92,15 @@ export function limitSender(sender: Sender, limits: SendLimits): Sender {
     }
   };
 
-  const start = (message: Parameters<Sender>[0], signal: AbortSignal): Promise<void> => {
+  const start = (
+    message: Parameters<Sender>[0],
+    signal: AbortSignal,
+    context: SendContext | undefined,
+  ): Promise<void> => {
     running += 1;
     let sending: Promise<void>;
     try {
-      sending = sender(message, signal);
+      sending = sender(message, signal, context);
     } catch (error) {
       sending = Promise.reject(error);
     }
@@ -110,16 +114,16 @@ export function limitSender(sender: Sender, limits: SendLimits): Sender {
     });
   };
 
-  return (message, signal) => {
+  return (message, signal, context) => {
     if (signal.aborted) return Promise.reject(abandoned(signal));
     if (queue.length === 0 && running < maxConcurrent && rateWaitMs() === 0) {
-      return start(message, signal);
+      return start(message, signal, context);
     }
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
         admit: () => {
           signal.removeEventListener('abort', onAbort);
-          start(message, signal).then(resolve, reject);
+          start(message, signal, context).then(resolve, reject);
         },
       };
       const onAbort = () => {

@@ -27,6 +27,7 @@ function report(stopReason: StopReason, delivered = 1): DrainReport {
     batches: 1,
     roundTrips: 2,
     sends: delivered,
+    senderSubrequests: 0,
     durationMs: 1,
     stopReason,
   };

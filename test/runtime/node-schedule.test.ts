@@ -15,6 +15,7 @@ function reportStopping(stopReason: StopReason): DrainReport {
     batches: 1,
     roundTrips: 2,
     sends: 1,
+    senderSubrequests: 0,
     durationMs: 1,
     stopReason,
   };

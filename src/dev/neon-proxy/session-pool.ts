@@ -73,6 +73,13 @@ export class SessionFaults {
   connectFailure: SimulatedConnectFailure | undefined;
   /** Cut the socket of the next session handed out, without any Postgres message. */
   dropNextSession = false;
+  /**
+   * Replies to cut after the request ran to the end (a batch committed): the client sees a
+   * network error for a statement that took effect.
+   */
+  cutRepliesAfterRun = 0;
+  /** `POST /sql` requests received, answered or not: what a Worker would count as subrequests. */
+  httpRequests = 0;
 }
 
 type LiveClient = PoolClient & { processID?: number | null; secretKey?: number | null };
@@ -133,9 +140,9 @@ export class PostgresPools {
         (failure === undefined ||
           failure instanceof SqlOverHttpError ||
           (isPostgresError(failure) && failure.severity === 'ERROR'));
-      // A destroyed session keeps the listener: its socket may still report the loss.
-      if (reusable) client.off('error', ignoreClientError);
-      this.#giveBack(client, reusable);
+      // The listener stays until the session is back in the pool: a session killed during its
+      // reset (pg_terminate_backend, a restart) reports the loss on the client too.
+      this.#giveBack(client, reusable, ignoreClientError);
     }
   }
 
@@ -147,13 +154,17 @@ export class PostgresPools {
   }
 
   /** Resets in the background: the response does not wait for it, the next borrower does. */
-  #giveBack(client: PoolClient, reusable: boolean): void {
+  #giveBack(client: PoolClient, reusable: boolean, onClientError: () => void): void {
     if (!reusable) {
+      // A destroyed session keeps the listener: its socket may still report the loss.
       client.release(true);
       return;
     }
     client.query(SESSION_RESET_SQL).then(
-      () => client.release(),
+      () => {
+        client.off('error', onClientError);
+        client.release();
+      },
       (error: unknown) => {
         client.release(true);
         this.#reportBackgroundError(error instanceof Error ? error : new Error(String(error)));
@@ -193,6 +204,9 @@ export class PostgresPools {
       });
       // An idle session killed by Postgres is removed by the pool; nobody is waiting on it.
       pool.on('error', this.#reportBackgroundError);
+      // A session killed (pg_terminate_backend, a restart) can report on the client at moments
+      // no query or pool listener covers; unheard, that error would end the proxy's process.
+      pool.on('connect', (client) => client.on('error', this.#reportBackgroundError));
       this.#pools.set(key, pool);
     }
     return pool;

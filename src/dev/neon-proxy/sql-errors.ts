@@ -134,6 +134,11 @@ function connectionLostMessage(error: unknown): string | undefined {
     return NEON_MESSAGES.communication(error.message);
   }
   if (/^Connection terminated/.test(error.message)) return NEON_MESSAGES.connectionClosed;
+  // pg's answer for a session whose connection failed a moment before it was lent (its backend
+  // terminated while it sat idle): to the client, the same lost connection.
+  if (/encountered a connection error and is not queryable/.test(error.message)) {
+    return NEON_MESSAGES.connectionClosed;
+  }
   return undefined;
 }
 

@@ -58,6 +58,8 @@ export async function handleSqlRequest(
   if (path !== SQL_PATH || request.method !== 'POST') {
     return sendJson(response, 400, JSON.stringify(errorResponseBody(UNSUPPORTED_REQUEST_MESSAGE)));
   }
+  const { faults } = endpoint.pools;
+  faults.httpRequests += 1;
 
   // A client that goes away before its reply cancels the query and rolls the batch back, as
   // Neon does, instead of letting it run on to commit.
@@ -79,17 +81,27 @@ export async function handleSqlRequest(
       const body = await endpoint.pools.withClient(connection, clientGone.signal, (client) =>
         runStatement(client, payload.statement, headers.arrayModeByDefault, budget),
       );
+      if (cutReplyAfterRun(response, faults)) return;
       return sendJson(response, 200, body);
     }
     const body = await endpoint.pools.withClient(connection, clientGone.signal, (client) =>
       runBatch(client, payload.statements, headers, budget, clientGone.signal),
     );
+    if (cutReplyAfterRun(response, faults)) return;
     return sendJson(response, 200, body, batchResponseHeaders(headers));
   } catch (error) {
     const { status, body } = errorResponse(error);
     // A rejected body may be partly unread; closing the connection keeps the next request clean.
     return sendJson(response, status, body, status === 413 ? { connection: 'close' } : {});
   }
+}
+
+/** Test switch: the statement took effect, and the client is told nothing but a dead socket. */
+function cutReplyAfterRun(response: ServerResponse, faults: PostgresPools['faults']): boolean {
+  if (faults.cutRepliesAfterRun <= 0) return false;
+  faults.cutRepliesAfterRun -= 1;
+  response.socket?.destroy();
+  return true;
 }
 
 /**

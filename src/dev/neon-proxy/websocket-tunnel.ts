@@ -127,6 +127,14 @@ export class WebSocketTunnels {
     });
   }
 
+  /** Test switch: cuts every open tunnel now, mid-transaction or not; new ones still open. */
+  cutAll(): number {
+    const open = this.#webSockets.clients.size;
+    for (const webSocket of this.#webSockets.clients) webSocket.terminate();
+    for (const postgres of this.#postgresSockets) postgres.destroy();
+    return open;
+  }
+
   closeAll(): void {
     this.#closed = true;
     for (const webSocket of this.#webSockets.clients) webSocket.terminate();

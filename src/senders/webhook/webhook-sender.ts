@@ -7,13 +7,17 @@ import {
   RetryableDeliveryError,
 } from '../../core/errors.js';
 import { type Clock, systemClock } from '../../core/ports.js';
-import type { OutboundMessage, Sender } from '../../core/sender.js';
+import type { OutboundMessage, SendContext, Sender } from '../../core/sender.js';
 import { type DestinationPolicyOptions, destinationCheck } from './destination-policy.js';
 import { retryAfterMs } from './retry-after.js';
 import { type ParsedWebhook, parseWebhookPayload, type WebhookPayload } from './webhook-payload.js';
 import { decodeWebhookSecret, signWebhook } from './webhook-signature.js';
 
-/** Finds the signing secret for one message, e.g. by `payload.endpointId` in your endpoints table. */
+/**
+ * Finds the signing secret for one message, e.g. by `payload.endpointId` in your endpoints table.
+ * Each call is counted as {@link WebhookSenderConfig.secretLookupSubrequests} subrequests before
+ * it is made; within one drain the secret of an `endpointId` is looked up once.
+ */
 export type WebhookSecretLookup = (
   message: OutboundMessage,
   payload: WebhookPayload,
@@ -27,11 +31,22 @@ export interface WebhookSenderConfig extends DestinationPolicyOptions {
    * is a permanent failure; a thrown error (database down) is retryable.
    */
   secretFor?: WebhookSecretLookup;
+  /**
+   * Subrequests one `secretFor` call makes, counted against the drain's budget before it is
+   * made. Default {@link DEFAULT_SECRET_LOOKUP_SUBREQUESTS}; 0 for a lookup that reads memory.
+   */
+  secretLookupSubrequests?: number;
   /** Source of `webhook-timestamp`, and of "now" for `Retry-After` dates. Default: system clock. */
   clock?: Clock;
   /** Default {@link DEFAULT_WEBHOOK_USER_AGENT}. */
   userAgent?: string;
 }
+
+/**
+ * One subrequest per secret lookup: the typical `secretFor` is one SQL read, and over Neon HTTP
+ * on Workers that read is a subrequest like any other.
+ */
+export const DEFAULT_SECRET_LOOKUP_SUBREQUESTS = 1;
 
 /** Names us in receivers' logs, so their operators know whom to call. */
 export const DEFAULT_WEBHOOK_USER_AGENT = 'outbox-relay-webhooks/1';
@@ -91,7 +106,7 @@ export function webhookSender(config: WebhookSenderConfig): Sender {
   const clock = config.clock ?? systemClock;
   const userAgent = config.userAgent ?? DEFAULT_WEBHOOK_USER_AGENT;
 
-  return async (message, signal) => {
+  return async (message, signal, context) => {
     let webhook: ParsedWebhook;
     try {
       webhook = parseWebhookPayload(message.payload, 'payload');
@@ -103,7 +118,7 @@ export function webhookSender(config: WebhookSenderConfig): Sender {
     }
     const { payload, url } = webhook;
     await checkDestination(url, signal);
-    const secret = await lookupSecret(message, payload);
+    const secret = await lookupSecret(message, payload, context);
 
     const body = JSON.stringify(
       payload.event === undefined
@@ -171,9 +186,13 @@ async function failUnlessDelivered(
   throw new RetryableDeliveryError(`${what} (an unexpected status)`);
 }
 
-function secretSource(
-  config: WebhookSenderConfig,
-): (message: OutboundMessage, payload: WebhookPayload) => Promise<string> {
+type SecretSource = (
+  message: OutboundMessage,
+  payload: WebhookPayload,
+  context: SendContext | undefined,
+) => Promise<string>;
+
+function secretSource(config: WebhookSenderConfig): SecretSource {
   const { secret, secretFor } = config;
   if ((secret === undefined) === (secretFor === undefined)) {
     throw new ConfigurationError('webhook sender: give exactly one of secret and secretFor');
@@ -186,12 +205,51 @@ function secretSource(
     }
     return async () => secret;
   }
+  const lookupSubrequests = config.secretLookupSubrequests ?? DEFAULT_SECRET_LOOKUP_SUBREQUESTS;
+  if (!Number.isInteger(lookupSubrequests) || lookupSubrequests < 0) {
+    throw new ConfigurationError(
+      'webhook sender: secretLookupSubrequests must be a whole number >= 0',
+    );
+  }
+  const lookup = checkedLookup(secretFor!);
+  // Secrets by drain run, then by endpoint: a drain reads each endpoint's secret once (a batch
+  // of webhooks to one endpoint costs one read), and the next drain sees a disabled endpoint.
+  const byRun = new WeakMap<object, Map<string, Promise<string>>>();
+  return (message, payload, context) => {
+    const endpointId = payload.endpointId;
+    if (context === undefined || endpointId === undefined) {
+      context?.spend(lookupSubrequests, 'webhook secret lookup');
+      return lookup(message, payload);
+    }
+    let secrets = byRun.get(context.run);
+    if (secrets === undefined) {
+      secrets = new Map();
+      byRun.set(context.run, secrets);
+    }
+    let found = secrets.get(endpointId);
+    if (found === undefined) {
+      // Counted before the read; throws (nothing remembered) when the budget cannot cover it.
+      context.spend(lookupSubrequests, `webhook secret lookup for endpoint ${endpointId}`);
+      found = lookup(message, payload);
+      secrets.set(endpointId, found);
+      // A failed read is not remembered: the next message of this drain tries again.
+      const remembered = secrets;
+      found.catch(() => remembered.delete(endpointId));
+    }
+    return found;
+  };
+}
+
+/** `secretFor` with its outcomes mapped: not found is permanent, a thrown error retryable. */
+function checkedLookup(
+  secretFor: WebhookSecretLookup,
+): (message: OutboundMessage, payload: WebhookPayload) => Promise<string> {
   return async (message, payload) => {
     const endpoint =
       payload.endpointId === undefined ? 'this webhook' : `endpoint ${payload.endpointId}`;
     let found: string | undefined;
     try {
-      found = await secretFor!(message, payload);
+      found = await secretFor(message, payload);
     } catch (error) {
       if (isOutboxError(error)) throw error;
       throw new RetryableDeliveryError(
