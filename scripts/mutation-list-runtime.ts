@@ -5,6 +5,7 @@
 import { CRASH_TEST, DEADLINE_TEST, drainTest, type Mutation } from './mutation.js';
 
 const DRAIN = 'src/core/drain.ts';
+const SEND = 'src/core/send-outcome.ts';
 const APP_TEST = 'test/reference-service/app.test.ts';
 const BUDGET_TEST_FILE = 'test/store/subrequest-budget.test.ts';
 
@@ -57,7 +58,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     row: 5,
     edits: [
       {
-        file: DRAIN,
+        file: SEND,
         find: 'return await Promise.race([sent, timedOut]);',
         replace: 'return await sent;',
       },
@@ -89,7 +90,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     row: 7,
     edits: [
       {
-        file: DRAIN,
+        file: SEND,
         find: 'key: message.key,\n    kind: message.kind,\n    payload: message.payload,',
         replace:
           'key: message.key + "/" + message.attempts,\n    kind: message.kind,\n    payload: message.payload,',
@@ -190,7 +191,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     row: 15,
     edits: [
       {
-        file: DRAIN,
+        file: SEND,
         find: 'if (isPermanentDeliveryError(error)) return dead(',
         replace: 'if (false) return dead(',
       },
