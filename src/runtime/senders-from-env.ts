@@ -81,6 +81,8 @@ export function sendersFromEnv(env: EnvLike, options: SendersFromEnvOptions): Se
       .map((host) => host.trim())
       .filter(Boolean),
     resolveHost: options.resolveHost,
+    // The shared secret is in memory; only an endpoint's secret costs a read (a subrequest).
+    secretLookupSubrequests: (payload) => (payload.endpointId !== undefined && lookup ? 1 : 0),
     secretFor: async (_message, payload) => {
       // An endpoint's webhook signed with the shared secret would fail its receiver's check:
       // with no lookup it has no secret, which the sender fails permanently.

@@ -74,6 +74,7 @@ describe('outbox drain (the process)', () => {
       batches: 2,
       roundTrips: 3,
       sends: 2,
+      senderSubrequests: 0,
       durationMs: expect.any(Number),
       stopReason: 'empty',
     });

@@ -33,9 +33,11 @@ export interface WebhookSenderConfig extends DestinationPolicyOptions {
   secretFor?: WebhookSecretLookup;
   /**
    * Subrequests one `secretFor` call makes, counted against the drain's budget before it is
-   * made. Default {@link DEFAULT_SECRET_LOOKUP_SUBREQUESTS}; 0 for a lookup that reads memory.
+   * made. Default {@link DEFAULT_SECRET_LOOKUP_SUBREQUESTS}; 0 for a lookup that reads memory;
+   * a function when it depends on the payload (a shared secret for payloads naming no
+   * endpoint costs nothing, a table read for those that do costs one).
    */
-  secretLookupSubrequests?: number;
+  secretLookupSubrequests?: number | ((payload: WebhookPayload) => number);
   /** Source of `webhook-timestamp`, and of "now" for `Retry-After` dates. Default: system clock. */
   clock?: Clock;
   /** Default {@link DEFAULT_WEBHOOK_USER_AGENT}. */
@@ -205,12 +207,17 @@ function secretSource(config: WebhookSenderConfig): SecretSource {
     }
     return async () => secret;
   }
-  const lookupSubrequests = config.secretLookupSubrequests ?? DEFAULT_SECRET_LOOKUP_SUBREQUESTS;
-  if (!Number.isInteger(lookupSubrequests) || lookupSubrequests < 0) {
-    throw new ConfigurationError(
-      'webhook sender: secretLookupSubrequests must be a whole number >= 0',
-    );
-  }
+  const configured = config.secretLookupSubrequests ?? DEFAULT_SECRET_LOOKUP_SUBREQUESTS;
+  const lookupSubrequests = (payload: WebhookPayload): number => {
+    const count = typeof configured === 'function' ? configured(payload) : configured;
+    if (!Number.isInteger(count) || count < 0) {
+      throw new ConfigurationError(
+        `webhook sender: secretLookupSubrequests must be a whole number >= 0, got ${count}`,
+      );
+    }
+    return count;
+  };
+  if (typeof configured === 'number') lookupSubrequests({ url: '', body: null });
   const lookup = checkedLookup(secretFor!);
   // Secrets by drain run, then by endpoint: a drain reads each endpoint's secret once (a batch
   // of webhooks to one endpoint costs one read), and the next drain sees a disabled endpoint.
@@ -218,7 +225,7 @@ function secretSource(config: WebhookSenderConfig): SecretSource {
   return (message, payload, context) => {
     const endpointId = payload.endpointId;
     if (context === undefined || endpointId === undefined) {
-      context?.spend(lookupSubrequests, 'webhook secret lookup');
+      context?.spend(lookupSubrequests(payload), 'webhook secret lookup');
       return lookup(message, payload);
     }
     let secrets = byRun.get(context.run);
@@ -229,7 +236,7 @@ function secretSource(config: WebhookSenderConfig): SecretSource {
     let found = secrets.get(endpointId);
     if (found === undefined) {
       // Counted before the read; throws (nothing remembered) when the budget cannot cover it.
-      context.spend(lookupSubrequests, `webhook secret lookup for endpoint ${endpointId}`);
+      context.spend(lookupSubrequests(payload), `webhook secret lookup for endpoint ${endpointId}`);
       found = lookup(message, payload);
       secrets.set(endpointId, found);
       // A failed read is not remembered: the next message of this drain tries again.
