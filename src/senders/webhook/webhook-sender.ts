@@ -225,7 +225,8 @@ function secretSource(config: WebhookSenderConfig): SecretSource {
   return (message, payload, context) => {
     const endpointId = payload.endpointId;
     if (context === undefined || endpointId === undefined) {
-      context?.spend(lookupSubrequests(payload), 'webhook secret lookup');
+      const count = lookupSubrequests(payload);
+      if (count > 0) context?.spend(count, 'webhook secret lookup');
       return lookup(message, payload);
     }
     let secrets = byRun.get(context.run);
