@@ -77,7 +77,12 @@ export { dead, delivered, release, retry, type Settlement } from './core/settlem
 export { checkStorableText, storableTextProblem } from './core/storable-text.js';
 export { type NeonHttpLike, neonHttpExecutor, neonHttpQuery } from './drivers/neon-http.js';
 export { neonWsExecutor } from './drivers/neon-ws.js';
-export { type PgPoolLike, type PgQueryableLike, pgExecutor } from './drivers/node-pg.js';
+export {
+  type PgExecutorOptions,
+  type PgPoolLike,
+  type PgQueryableLike,
+  pgExecutor,
+} from './drivers/node-pg.js';
 export {
   FOREIGN_KEY_VIOLATION,
   isRetryableDatabaseError,
