@@ -6,7 +6,7 @@
  *   npm run bench                          # everything, about nine minutes on two cores
  *   BENCH_SCALE=0.1 npm run bench          # everything, a tenth of the messages: a smoke run
  *   BENCH_ONLY=1,3 npm run bench           # only scenarios 1 and 3 (ids or aliases)
- *   BENCH_RUNS=3 npm run bench             # three measured runs per case instead of two
+ *   BENCH_RUNS=3 npm run bench             # three measured runs per case instead of five
  */
 import { killChildren } from './lib/children.js';
 import { readBenchConfig } from './lib/config.js';

@@ -59,8 +59,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: STATEMENTS,
-        find: /(WHERE m\.state IN \('pending', 'claimed'\)\s+)AND m\.due_at <= \$1/,
-        replace: "$1AND (m.due_at <= $$1 OR m.state = 'claimed')",
+        find: "AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= $1))",
+        replace: "AND (m.state = 'pending' OR m.state = 'claimed')",
       },
     ],
     tests: [CLAIM_CRASH_TEST],
@@ -71,8 +71,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: STATEMENTS,
-        find: /WHERE m\.state IN \('pending', 'claimed'\)(\s+AND m\.due_at <= \$1)/,
-        replace: "WHERE m.state IN ('pending')$1",
+        find: "AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= $1))",
+        replace: "AND (m.state = 'pending')",
       },
     ],
     tests: [CLAIM_CRASH_TEST],
@@ -80,7 +80,18 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
   {
     name: 'drop the claim-token guard in the settle',
     row: 8,
-    edits: [{ file: STATEMENTS, find: /\n\s+AND m\.claim_token = o\.claim_token/, replace: '' }],
+    edits: [
+      {
+        file: STATEMENTS,
+        find: 'USING o\n        WHERE m.id = o.id\n          AND m.claim_token = o.claim_token\n',
+        replace: 'USING o\n        WHERE m.id = o.id\n',
+      },
+      {
+        file: STATEMENTS,
+        find: 'FROM o\n        WHERE m.id = o.id\n          AND m.claim_token = o.claim_token\n',
+        replace: 'FROM o\n        WHERE m.id = o.id\n',
+      },
+    ],
     tests: [
       drainTest(
         'a settle after another drain re-claimed the row changes nothing and counts as stale',

@@ -84,7 +84,12 @@ export {
   neonHttpQuery,
 } from './drivers/neon-http.js';
 export { neonWsExecutor } from './drivers/neon-ws.js';
-export { type PgPoolLike, type PgQueryableLike, pgExecutor } from './drivers/node-pg.js';
+export {
+  type PgExecutorOptions,
+  type PgPoolLike,
+  type PgQueryableLike,
+  pgExecutor,
+} from './drivers/node-pg.js';
 export {
   FOREIGN_KEY_VIOLATION,
   isRetryableDatabaseError,

@@ -55,7 +55,7 @@ function verifiedFor(title: string): Record<string, unknown>[] {
 
 async function states(keys: readonly string[]): Promise<string[]> {
   const { rows } = await database.pool.query<{ state: string }>(
-    'SELECT state FROM outbox.messages WHERE key = ANY($1::uuid[]) ORDER BY key',
+    'SELECT state FROM outbox.all_messages WHERE key = ANY($1::uuid[]) ORDER BY key',
     [keys],
   );
   return rows.map((row) => row.state);

@@ -9,13 +9,19 @@ const running = new Set<ChildProcess>();
 export interface ChildOutcome {
   stdout: string;
   code: number | null;
+  /** The signal that ended it, e.g. SIGKILL when `killOn` fired. */
+  signal: NodeJS.Signals | null;
 }
 
-/** Runs a TypeScript file in a fresh `node --import tsx` process and collects its stdout. */
+/**
+ * Runs a TypeScript file in a fresh `node --import tsx` process and collects its stdout. When
+ * `killOn` aborts, the child gets SIGKILL: no handler runs, as when a runtime pulls the plug.
+ */
 export function runTypeScriptChild(
   file: string,
   env: Record<string, string>,
   cwd: string,
+  killOn?: AbortSignal,
 ): Promise<ChildOutcome> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', file], {
@@ -24,6 +30,7 @@ export function runTypeScriptChild(
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     running.add(child);
+    killOn?.addEventListener('abort', () => child.kill('SIGKILL'), { once: true });
     let stdout = '';
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk: string) => {
@@ -33,9 +40,9 @@ export function runTypeScriptChild(
       running.delete(child);
       reject(error);
     });
-    child.once('close', (code) => {
+    child.once('close', (code, signal) => {
       running.delete(child);
-      resolve({ stdout, code });
+      resolve({ stdout, code, signal });
     });
   });
 }

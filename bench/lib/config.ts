@@ -3,7 +3,7 @@
  *
  * - `BENCH_SCALE` (default 1): multiplies every message count, e.g. 0.1 for a quick smoke run.
  * - `BENCH_ONLY` (default all): comma-separated scenario ids to run, e.g. `1,3` or `1,latency`.
- * - `BENCH_RUNS` (default 2): measured runs per case; the table shows their median.
+ * - `BENCH_RUNS` (default 5): measured runs per case; the table shows their median and spread.
  */
 export interface BenchConfig {
   scale: number;
@@ -11,8 +11,11 @@ export interface BenchConfig {
   runs: number;
 }
 
-/** Two runs fit the ten-minute budget on two cores; the median of two is their mean. */
-export const DEFAULT_RUNS = 2;
+/**
+ * Five: the smallest count whose median ignores one outlier on each side, and with the order
+ * rotated each run (bench/lib/order.ts), each of the four systems goes first at least once.
+ */
+export const DEFAULT_RUNS = 5;
 
 export function readBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
   const scale = env.BENCH_SCALE === undefined ? 1 : Number(env.BENCH_SCALE);

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../src/dev/embedded-postgres.js';
+import { type ServerCostMeter, serverCostMeter } from './server-cost.js';
 
 export interface BenchPostgres {
   /** Server version, e.g. "18.4". */
@@ -17,6 +18,8 @@ export interface BenchPostgres {
   urlFor(database: string): string;
   /** A superuser client on the `postgres` database for DDL. */
   admin: pg.Pool;
+  /** Server CPU and WAL between two points: the steady per-message costs. */
+  cost: ServerCostMeter;
   /** Creates `name` (dropping any earlier one), empty or as a copy of `template`. */
   createDatabase(name: string, template?: string): Promise<string>;
   dropDatabase(name: string): Promise<void>;
@@ -70,12 +73,14 @@ export async function startBenchPostgres(onLog?: (line: string) => void): Promis
     ]),
   );
 
+  const cost = await serverCostMeter(admin);
   let stopped = false;
   return {
     version: running.version,
     settings,
     urlFor,
     admin,
+    cost,
     async createDatabase(name, template) {
       assertDatabaseName(name);
       if (template) assertDatabaseName(template);

@@ -10,14 +10,18 @@ export interface LoopbackReceiver {
   url: string;
   /** Requests answered so far. */
   readonly received: number;
+  /** Requests whose body has fully arrived, answered or not: what a sender has sent. */
+  readonly arrived: number;
   close(): Promise<void>;
 }
 
 export async function startLoopbackReceiver(delayMs: number): Promise<LoopbackReceiver> {
   let received = 0;
+  let arrived = 0;
   const server: Server = createServer((request, response) => {
     request.resume();
     request.on('end', () => {
+      arrived += 1;
       setTimeout(() => {
         received += 1;
         response.writeHead(204).end();
@@ -35,6 +39,9 @@ export async function startLoopbackReceiver(delayMs: number): Promise<LoopbackRe
     url: `http://127.0.0.1:${port}/hook`,
     get received() {
       return received;
+    },
+    get arrived() {
+      return arrived;
     },
     close: () =>
       new Promise<void>((resolve) => {

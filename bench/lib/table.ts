@@ -53,8 +53,11 @@ export function formatValue(value: number, unit: ResultRow['unit']): string {
       return Math.round(value).toLocaleString('en-US');
     case 'ms':
       return value.toFixed(2);
+    case 'µs':
+      return value.toFixed(1);
     case 'MiB':
       return value.toFixed(1);
+    case 'msgs':
     case 'bytes':
       return Math.round(value).toLocaleString('en-US');
     case 'x':

@@ -6,6 +6,7 @@
  * history" cell is empty by design, not by omission.
  */
 import { scaled } from '../lib/config.js';
+import { rotated } from '../lib/order.js';
 import { benchPool } from '../lib/postgres.js';
 import { measurement, median, RunsBySystem } from '../lib/stats.js';
 import { SYSTEMS } from '../systems/index.js';
@@ -13,8 +14,15 @@ import { explainClaim } from '../systems/outbox-relay.js';
 import { SYSTEM_IDS, type SystemId } from '../systems/types.js';
 import type { FreshDatabase, ResultRow, Scenario } from './types.js';
 
+interface ClaimTable {
+  id: SystemId;
+  kept: number;
+  database: FreshDatabase;
+  times: RunsBySystem<SystemId>;
+}
+
 const CLAIM_SIZE = 100;
-/** Timed claims per table, after two untimed warm-ups on each. */
+/** Timed claims per table, after two untimed warm-ups on each, all tables interleaved. */
 const TIMED_CLAIMS = 30;
 const WARM_CLAIMS = 2;
 
@@ -32,10 +40,13 @@ export const claimCostScenario: Scenario = {
     const plans: Record<string, string> = {};
     const insertSeconds: Partial<Record<SystemId, number>> = {};
 
-    for (const id of SYSTEM_IDS) {
-      const system = SYSTEMS[id];
-      const tables: { kept: number; database: FreshDatabase; times: RunsBySystem<SystemId> }[] = [];
-      try {
+    // Every system's tables are built first (history inserted, vacuumed), and only then timed,
+    // claim by claim across all of them, so no system is timed while another's two million
+    // rows are being written, and a busy moment lands on all alike.
+    const tables: ClaimTable[] = [];
+    try {
+      for (const id of SYSTEM_IDS) {
+        const system = SYSTEMS[id];
         for (const kept of [0, history]) {
           const database = await context.freshDatabase(system);
           const { handle } = database;
@@ -44,7 +55,7 @@ export const claimCostScenario: Scenario = {
             await database.dispose();
             continue;
           }
-          tables.push({ kept, database, times: kept > 0 ? full : empty });
+          tables.push({ id, kept, database, times: kept > 0 ? full : empty });
           if (kept > 0) {
             context.progress(
               `3 claim cost: ${system.label}, inserting ${kept.toLocaleString('en-US')} finished rows`,
@@ -56,38 +67,36 @@ export const claimCostScenario: Scenario = {
           await handle.enqueue(due);
           await context.vacuumAnalyze(database.url, await handle.tables());
         }
-        context.progress(
-          `3 claim cost: ${system.label}, ${TIMED_CLAIMS} claims of ${CLAIM_SIZE} on each table, alternating`,
-        );
-        // Alternate between the tables claim by claim, so a busy moment on this shared machine
-        // lands on both alike.
-        for (let i = 0; i < WARM_CLAIMS + TIMED_CLAIMS; i++) {
-          for (const table of tables) {
-            const startedAt = performance.now();
-            const claimed = await table.database.handle.claim(CLAIM_SIZE);
-            const elapsed = performance.now() - startedAt;
-            if (claimed !== CLAIM_SIZE) {
-              throw new Error(`${system.label}: claimed ${claimed} of ${CLAIM_SIZE}`);
-            }
-            if (i >= WARM_CLAIMS) table.times.add(id, elapsed);
-          }
-        }
-        if (id === 'outbox-relay') {
-          for (const table of tables) {
-            const pool = benchPool(table.database.url, 1);
-            try {
-              plans[table.kept > 0 ? 'withHistory' : 'noHistory'] = await explainClaim(
-                pool,
-                CLAIM_SIZE,
-              );
-            } finally {
-              await pool.end();
-            }
-          }
-        }
-      } finally {
-        for (const table of tables) await table.database.dispose();
       }
+      // The writes above leave checkpoints and hint-bit work behind; let them land untimed.
+      await context.postgres.admin.query('CHECKPOINT');
+      context.progress(
+        `3 claim cost: ${TIMED_CLAIMS} claims of ${CLAIM_SIZE} on each of ${tables.length} tables, interleaved, order rotated each round`,
+      );
+      for (let round = 1; round <= WARM_CLAIMS + TIMED_CLAIMS; round++) {
+        for (const table of rotated(tables, round)) {
+          const startedAt = performance.now();
+          const claimed = await table.database.handle.claim(CLAIM_SIZE);
+          const elapsed = performance.now() - startedAt;
+          if (claimed !== CLAIM_SIZE) {
+            throw new Error(`${table.id}: claimed ${claimed} of ${CLAIM_SIZE}`);
+          }
+          if (round > WARM_CLAIMS) table.times.add(table.id, elapsed);
+        }
+      }
+      for (const table of tables.filter((t) => t.id === 'outbox-relay')) {
+        const pool = benchPool(table.database.url, 1);
+        try {
+          plans[table.kept > 0 ? 'withHistory' : 'noHistory'] = await explainClaim(
+            pool,
+            CLAIM_SIZE,
+          );
+        } finally {
+          await pool.end();
+        }
+      }
+    } finally {
+      for (const table of tables) await table.database.dispose();
     }
 
     const ratios: Partial<Record<SystemId, ReturnType<typeof measurement>>> = {};

@@ -105,6 +105,11 @@ export interface DrainMeasurement {
    * server runs nothing else meanwhile (autovacuum aside).
    */
   walBytesPerMessage: number;
+  /**
+   * CPU time of every PostgreSQL process during the drain, per delivered message, in
+   * microseconds (bench/lib/server-cost.ts); NaN where /proc cannot be read.
+   */
+  serverCpuMicrosPerMessage: number;
   /** True when the time limit ended the drain before everything was delivered. */
   cutOff: boolean;
 }
@@ -131,7 +136,7 @@ export async function measureDrain(
     await context.vacuumAnalyze(database.url, await handle.tables());
 
     const timeLimitMs = drainCase.timeLimitMs ?? DEFAULT_DRAIN_LIMIT_MS;
-    const walBefore = await walPosition(context);
+    const before = await context.postgres.cost.snapshot();
     const result = await handle.drain({
       expected: drainCase.messages,
       batchSize: drainCase.batchSize,
@@ -140,7 +145,7 @@ export async function measureDrain(
       timeLimitMs,
       style: drainCase.style,
     });
-    const walBytes = await walBytesSince(context, walBefore);
+    const cost = await context.postgres.cost.since(before);
     const cutOff = result.delivered < drainCase.messages;
     if (cutOff && drainCase.timeLimitMs === undefined) {
       throw new Error(
@@ -155,25 +160,14 @@ export async function measureDrain(
       drainRate: (result.delivered / result.elapsedMs) * 1000,
       enqueueRate: (drainCase.messages / enqueueMs) * 1000,
       delivered: result.delivered,
-      walBytesPerMessage: result.delivered > 0 ? walBytes / result.delivered : 0,
+      walBytesPerMessage: result.delivered > 0 ? cost.walBytes / result.delivered : 0,
+      serverCpuMicrosPerMessage:
+        result.delivered > 0 && cost.cpuMicros !== null
+          ? cost.cpuMicros / result.delivered
+          : Number.NaN,
       cutOff,
     };
   } finally {
     await database.dispose();
   }
-}
-
-async function walPosition(context: ScenarioContext): Promise<string> {
-  const result = await context.postgres.admin.query<{ lsn: string }>(
-    'SELECT pg_current_wal_lsn()::text AS lsn',
-  );
-  return result.rows[0]!.lsn;
-}
-
-async function walBytesSince(context: ScenarioContext, lsn: string): Promise<number> {
-  const result = await context.postgres.admin.query<{ bytes: string }>(
-    'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint AS bytes',
-    [lsn],
-  );
-  return Number(result.rows[0]!.bytes);
 }

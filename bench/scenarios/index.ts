@@ -3,6 +3,7 @@
  * with the reason, so the output and the doc show what is still missing.
  */
 import { claimCostScenario } from './claim-cost.js';
+import { crashDuplicatesScenario } from './crash-duplicates.js';
 import { deliveryLatencyScenario } from './delivery-latency.js';
 import { drainMemoryScenario } from './drain-memory.js';
 import { enqueueOverheadScenario } from './enqueue-overhead.js';
@@ -21,6 +22,7 @@ export const SCENARIOS: readonly Scenario[] = [
   drainMemoryScenario,
   tableHealthScenario,
   sqlLatencyScenario,
+  crashDuplicatesScenario,
 ];
 
 /** Whether BENCH_ONLY (already lower-cased) selects this scenario; null selects all. */

@@ -4,10 +4,12 @@
  * from the same runs, and pg-boss's polling worker, whose sleep between batches bounds it.
  */
 import { scaled } from '../lib/config.js';
+import { rotated } from '../lib/order.js';
 import { noopSend } from '../lib/receiver.js';
 import { measurement, RunsBySystem } from '../lib/stats.js';
 import { SYSTEMS } from '../systems/index.js';
 import { SYSTEM_IDS, type SystemId } from '../systems/types.js';
+import { DrainCosts } from './drain-costs.js';
 import { measureDrain } from './harness.js';
 import type { ResultRow, Scenario } from './types.js';
 
@@ -25,15 +27,15 @@ export const noOpDrainScenario: Scenario = {
   title: 'No-op drain: messages per second with free sends',
   async run(context) {
     const messages = scaled(context.config, 50_000, 1000);
-    const drains = new RunsBySystem<SystemId>();
+    const drains = new DrainCosts();
     const enqueues = new RunsBySystem<SystemId>();
-    const wal = new RunsBySystem<SystemId>();
     const worker: number[] = [];
     for (const id of SYSTEM_IDS) await context.warmUp(SYSTEMS[id]);
 
     for (let run = 1; run <= context.config.runs; run++) {
-      // Systems interleaved within each run, so drift on a shared machine hits them alike.
-      for (const id of SYSTEM_IDS) {
+      // Systems interleaved within each run and their order rotated run by run, so drift on a
+      // shared machine, and going first, hit them alike.
+      for (const id of rotated(SYSTEM_IDS, run)) {
         const system = SYSTEMS[id];
         context.progress(
           `1 no-op drain: ${system.label}, ${messages.toLocaleString('en-US')} messages, run ${run}/${context.config.runs}`,
@@ -44,9 +46,8 @@ export const noOpDrainScenario: Scenario = {
           concurrency: THROUGHPUT_CONCURRENCY,
           send: noopSend,
         });
-        drains.add(id, result.drainRate);
+        drains.add(id, result);
         enqueues.add(id, result.enqueueRate);
-        wal.add(id, result.walBytesPerMessage);
       }
       context.progress(
         `1 no-op drain: ${SYSTEMS['pg-boss'].label} work() worker, ${WORKER_WINDOW_MS / 1000} s window, run ${run}/${context.config.runs}`,
@@ -65,13 +66,10 @@ export const noOpDrainScenario: Scenario = {
 
     const count = messages.toLocaleString('en-US');
     const rows: ResultRow[] = [
-      {
-        scenario: '1',
-        label: `no-op drain of ${count} due (batch ${THROUGHPUT_BATCH}, ${THROUGHPUT_CONCURRENCY} in flight)`,
-        unit: 'msg/s',
-        better: 'higher',
-        values: drains.measurements(),
-      },
+      ...drains.rows(
+        '1',
+        `no-op drain of ${count} due (batch ${THROUGHPUT_BATCH}, ${THROUGHPUT_CONCURRENCY} in flight)`,
+      ),
       {
         scenario: '1',
         label: `same, pg-boss work() polling worker (${WORKER_WINDOW_MS / 1000} s window)`,
@@ -83,13 +81,6 @@ export const noOpDrainScenario: Scenario = {
           'graphile-worker': 'run-once',
           'sql-floor': 'run-once',
         },
-      },
-      {
-        scenario: '1',
-        label: 'WAL written per delivered message in that drain',
-        unit: 'bytes',
-        better: 'lower',
-        values: wal.measurements(),
       },
       {
         scenario: '1',

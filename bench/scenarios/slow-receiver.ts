@@ -4,10 +4,11 @@
  * it is what each system's claim/settle cycle and batching leave idle.
  */
 import { scaled } from '../lib/config.js';
+import { rotated } from '../lib/order.js';
 import { fetchSend, type SendPayload, startLoopbackReceiver } from '../lib/receiver.js';
-import { RunsBySystem } from '../lib/stats.js';
 import { SYSTEMS } from '../systems/index.js';
-import { SYSTEM_IDS, type SystemId } from '../systems/types.js';
+import { SYSTEM_IDS } from '../systems/types.js';
+import { DrainCosts } from './drain-costs.js';
 import { measureDrain } from './harness.js';
 import { THROUGHPUT_BATCH } from './no-op-drain.js';
 import type { ResultRow, Scenario } from './types.js';
@@ -37,9 +38,9 @@ export const slowReceiverScenario: Scenario = {
       const rows: ResultRow[] = [];
       for (const { concurrency, messages: baseMessages } of CASES) {
         const messages = scaled(context.config, baseMessages, 5 * concurrency);
-        const rates = new RunsBySystem<SystemId>();
+        const costs = new DrainCosts();
         for (let run = 1; run <= context.config.runs; run++) {
-          for (const id of SYSTEM_IDS) {
+          for (const id of rotated(SYSTEM_IDS, run)) {
             const system = SYSTEMS[id];
             context.progress(
               `2 slow receiver: ${system.label}, ${concurrency} in flight, ${messages} messages, run ${run}/${context.config.runs}`,
@@ -59,16 +60,15 @@ export const slowReceiverScenario: Scenario = {
                 `${system.label}: receiver got ${receiver.received - before} of ${messages}`,
               );
             }
-            rates.add(id, result.drainRate);
+            costs.add(id, result);
           }
         }
-        rows.push({
-          scenario: '2',
-          label: `${RECEIVER_DELAY_MS} ms receiver, ${concurrency} in flight, ${messages} msgs (ideal ${concurrency * (1000 / RECEIVER_DELAY_MS)} msg/s)`,
-          unit: 'msg/s',
-          better: 'higher',
-          values: rates.measurements(),
-        });
+        rows.push(
+          ...costs.rows(
+            '2',
+            `${RECEIVER_DELAY_MS} ms receiver, ${concurrency} in flight, ${messages} msgs (ideal ${concurrency * (1000 / RECEIVER_DELAY_MS)} msg/s)`,
+          ),
+        );
       }
       return { rows };
     } finally {

@@ -11,9 +11,10 @@ import type { QueryResult, SqlExecutor } from '../../src/core/ports.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { sleep } from '../lib/concurrency.js';
 import { scaled } from '../lib/config.js';
+import { rotated } from '../lib/order.js';
 import { benchPool } from '../lib/postgres.js';
 import { fetchSend, noopSend, type SendPayload, startLoopbackReceiver } from '../lib/receiver.js';
-import { measurement } from '../lib/stats.js';
+import { measurement, median } from '../lib/stats.js';
 import { SYSTEMS } from '../systems/index.js';
 import { BENCH_KIND, benchOutbox } from '../systems/outbox-relay.js';
 import { RECEIVER_DELAY_MS } from './slow-receiver.js';
@@ -72,51 +73,68 @@ export const sqlLatencyScenario: Scenario = {
         { name: `${RECEIVER_DELAY_MS} ms receiver`, send: fetchSend(receiver.url) },
       ];
       await context.warmUp(system);
-      const rows: ResultRow[] = [];
-      for (const sender of senders) {
-        for (const batchSize of BATCH_SIZES) {
-          for (const { name, prefetch } of PREFETCH_SETTINGS) {
-            const rates: number[] = [];
-            for (let run = 1; run <= context.config.runs; run++) {
-              context.progress(
-                `8 SQL latency: drainOnce ${name}, batch ${batchSize}, ${sender.name}, ${messages} messages, run ${run}/${context.config.runs}`,
-              );
-              const database = await context.freshDatabase(system);
-              const pool = benchPool(database.url, 10);
-              try {
-                await database.handle.enqueue(messages);
-                await context.vacuumAnalyze(database.url, await database.handle.tables());
-                const store = benchOutbox().store(
-                  delayedExecutor(pgExecutor(pool), SQL_LATENCY_MS),
-                );
-                const startedAt = performance.now();
-                const count = await drainWith(store, sender.send, batchSize, prefetch);
-                const elapsedMs = performance.now() - startedAt;
-                if (count !== messages || (await database.handle.unfinished()) !== 0) {
-                  throw new Error(`${name}: delivered ${count} of ${messages}`);
-                }
-                rates.push((count / elapsedMs) * 1000);
-              } finally {
-                await pool.end();
-                await database.dispose();
-              }
+      const variants = senders.flatMap((sender) =>
+        BATCH_SIZES.flatMap((batchSize) =>
+          PREFETCH_SETTINGS.map((setting) => ({
+            sender,
+            batchSize,
+            ...setting,
+            rates: [] as number[],
+            cpu: [] as number[],
+            wal: [] as number[],
+          })),
+        ),
+      );
+      // Every variant once per run, in an order rotated run by run.
+      for (let run = 1; run <= context.config.runs; run++) {
+        for (const variant of rotated(variants, run)) {
+          const { sender, batchSize, name, prefetch } = variant;
+          context.progress(
+            `8 SQL latency: drainOnce ${name}, batch ${batchSize}, ${sender.name}, ${messages} messages, run ${run}/${context.config.runs}`,
+          );
+          const database = await context.freshDatabase(system);
+          const pool = benchPool(database.url, 10);
+          try {
+            await database.handle.enqueue(messages);
+            await context.vacuumAnalyze(database.url, await database.handle.tables());
+            const store = benchOutbox().store(delayedExecutor(pgExecutor(pool), SQL_LATENCY_MS));
+            const before = await context.postgres.cost.snapshot();
+            const startedAt = performance.now();
+            const count = await drainWith(store, sender.send, batchSize, prefetch);
+            const elapsedMs = performance.now() - startedAt;
+            const cost = await context.postgres.cost.since(before);
+            if (count !== messages || (await database.handle.unfinished()) !== 0) {
+              throw new Error(`${name}: delivered ${count} of ${messages}`);
             }
-            rows.push({
-              scenario: '8',
-              label: `+${SQL_LATENCY_MS} ms per query, batch ${batchSize}, ${CONCURRENCY} in flight, ${sender.name}: drainOnce, ${name}`,
-              unit: 'msg/s',
-              better: 'higher',
-              values: { 'outbox-relay': measurement(rates) },
-              absent: {
-                'pg-boss': 'ours only',
-                'graphile-worker': 'ours only',
-                'sql-floor': 'ours only',
-              },
-            });
+            variant.rates.push((count / elapsedMs) * 1000);
+            variant.wal.push(cost.walBytes / count);
+            if (cost.cpuMicros !== null) variant.cpu.push(cost.cpuMicros / count);
+          } finally {
+            await pool.end();
+            await database.dispose();
           }
         }
       }
-      return { rows };
+      const rows: ResultRow[] = variants.map(({ sender, batchSize, name, rates }) => ({
+        scenario: '8',
+        label: `+${SQL_LATENCY_MS} ms per query, batch ${batchSize}, ${CONCURRENCY} in flight, ${sender.name}: drainOnce, ${name}`,
+        unit: 'msg/s',
+        better: 'higher',
+        values: { 'outbox-relay': measurement(rates) },
+        absent: {
+          'pg-boss': 'ours only',
+          'graphile-worker': 'ours only',
+          'sql-floor': 'ours only',
+        },
+      }));
+      const details = {
+        serverCostPerMessage: variants.map(({ sender, batchSize, name, cpu, wal }) => ({
+          variant: `batch ${batchSize}, ${sender.name}, ${name}`,
+          cpuMicros: cpu.length > 0 ? median(cpu) : null,
+          walBytes: median(wal),
+        })),
+      };
+      return { rows, details };
     } finally {
       await receiver.close();
     }

@@ -8,7 +8,7 @@ export interface ResultRow {
   scenario: string;
   /** What was measured, with its sizes, e.g. "no-op drain of 50,000". */
   label: string;
-  unit: 'msg/s' | 'ms' | 'MiB' | 'bytes' | 'x';
+  unit: 'msg/s' | 'msgs' | 'ms' | 'µs' | 'MiB' | 'bytes' | 'x';
   better: 'higher' | 'lower';
   values: Partial<Record<SystemId, Measurement>>;
   /** Why a system has no value in this row, shown in its cell. */

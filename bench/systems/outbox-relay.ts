@@ -33,6 +33,7 @@ export function benchOutbox(): Outbox {
 }
 
 const messages = `${quoteSchema(OUTBOX_SCHEMA)}.messages`;
+const deliveredMessages = `${quoteSchema(OUTBOX_SCHEMA)}.delivered_messages`;
 
 export const outboxRelaySystem: QueueSystem = {
   id: 'outbox-relay',
@@ -40,10 +41,12 @@ export const outboxRelaySystem: QueueSystem = {
   version: ownVersion(),
   settings: {
     driver: 'pg Pool (max 10) through pgExecutor',
+    'prepared statements': 'on (pgExecutor default: a statement is prepared from its second run)',
     drain:
       'drainOnce({ batchSize, concurrency }) per case; other options at their defaults (prefetch on, lease 2 min, send timeout 15 s)',
     enqueue: 'outbox.enqueue(pgExecutor(pool), 1,000 messages): one INSERT per call',
-    purge: 'purgeOnce({ deliveredOlderThanMs: 0, deadOlderThanMs: 0 }), 1,000 rows per DELETE',
+    purge:
+      'purgeOnce({ deliveredOlderThanMs: 0, deadOlderThanMs: 0 }), 1,000 rows per DELETE, over messages and delivered history',
   },
   async install(url) {
     const pool = benchPool(url, 2);
@@ -106,15 +109,15 @@ export function openOutboxHandle(pool: pg.Pool, executor: SqlExecutor): QueueHan
     },
 
     async insertHistory(rows) {
-      // Delivered rows as a drain leaves them: one attempt, no claim, delivered_at set, older
-      // than anything pending (they were enqueued and delivered before it).
+      // Delivered messages as a drain leaves them: moved to delivered history at settle, one
+      // attempt, older than anything pending (they were enqueued and delivered before it).
       await pool.query(
-        `INSERT INTO ${messages}
-           (key, kind, payload, state, attempts, due_at, created_at, delivered_at)
-         SELECT gen_random_uuid(), $2,
+        `INSERT INTO ${deliveredMessages}
+           (id, key, kind, payload, attempts, max_attempts, due_at, created_at, delivered_at)
+         SELECT -g, gen_random_uuid(), $2,
            jsonb_build_object('orderId', g, 'event', 'order.created',
              'note', 'outbox-relay benchmark message'),
-           'delivered', 1,
+           1, 10,
            now() - interval '1 day' + g * interval '1 millisecond',
            now() - interval '1 day' + g * interval '1 millisecond',
            now() - interval '1 day' + g * interval '1 millisecond' + interval '50 milliseconds'
@@ -136,7 +139,7 @@ export function openOutboxHandle(pool: pg.Pool, executor: SqlExecutor): QueueHan
     },
 
     async tables() {
-      return [`${OUTBOX_SCHEMA}.messages`];
+      return [`${OUTBOX_SCHEMA}.messages`, `${OUTBOX_SCHEMA}.delivered_messages`];
     },
 
     close: () => pool.end(),

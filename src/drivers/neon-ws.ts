@@ -1,5 +1,10 @@
 import type { BatchSqlExecutor } from '../core/ports.js';
-import { type PgPoolLike, type PgQueryableLike, pgExecutor } from './node-pg.js';
+import {
+  type PgExecutorOptions,
+  type PgPoolLike,
+  type PgQueryableLike,
+  pgExecutor,
+} from './node-pg.js';
 
 /**
  * Adapts `@neondatabase/serverless` `Pool` and `Client` (WebSocket, full Postgres protocol) to
@@ -9,6 +14,9 @@ import { type PgPoolLike, type PgQueryableLike, pgExecutor } from './node-pg.js'
  * On Workers, create the `Pool` inside the request or scheduled handler and `end()` it there
  * (for example with `ctx.waitUntil(pool.end())`): a WebSocket cannot outlive the invocation.
  *
+ * Repeated statements run as named prepared statements, planned once per connection; Neon's
+ * pooler (PgBouncer with `max_prepared_statements`) keeps them. `{ prepare: false }` turns it off.
+ *
  * @example
  * const pool = new Pool({ connectionString: env.DATABASE_URL });
  * const client = await pool.connect();
@@ -16,6 +24,9 @@ import { type PgPoolLike, type PgQueryableLike, pgExecutor } from './node-pg.js'
  * await outbox.enqueue(neonWsExecutor(client), { kind: 'webhook', payload });
  * await client.query('COMMIT');
  */
-export function neonWsExecutor(target: PgPoolLike | PgQueryableLike): BatchSqlExecutor {
-  return pgExecutor(target);
+export function neonWsExecutor(
+  target: PgPoolLike | PgQueryableLike,
+  options: PgExecutorOptions = {},
+): BatchSqlExecutor {
+  return pgExecutor(target, options);
 }

@@ -1,9 +1,33 @@
 import type { BatchSqlExecutor, QueryResult, Statement } from '../core/ports.js';
 import { mapDatabaseError } from './postgres-errors.js';
+import { type PreparedNames, preparedNames } from './prepared-names.js';
 
-/** Anything with pg's `query(text, values)`: a pg `Pool`, `Client` or `PoolClient`. */
+/** pg's query config: a `name` makes it a prepared statement on each connection. */
+export interface PgQueryConfigLike {
+  name?: string;
+  text: string;
+  values?: unknown[];
+}
+
+/**
+ * Anything with pg's `query(text, values)` and `query({ name, text, values })`: a pg `Pool`,
+ * `Client` or `PoolClient`, or Neon's.
+ */
 export interface PgQueryableLike {
-  query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>;
+  query(
+    textOrConfig: string | PgQueryConfigLike,
+    values?: unknown[],
+  ): Promise<{ rows: unknown[]; rowCount: number | null }>;
+}
+
+export interface PgExecutorOptions {
+  /**
+   * Run repeated statements as named prepared statements, so the server plans each once per
+   * connection rather than on every call (see src/drivers/prepared-names.ts for the bounds).
+   * Default true. Turn it off behind a pooler that cannot keep prepared statements across
+   * transactions (PgBouncer before 1.21, or without `max_prepared_statements`).
+   */
+  prepare?: boolean;
 }
 
 /** A pg `PoolClient` (or Neon's): a checked-out connection that must be released. */
@@ -31,11 +55,15 @@ export interface PgPoolLike extends PgQueryableLike {
  * await outbox.enqueue(pgExecutor(client), { kind: 'email', payload });
  * await client.query('COMMIT');
  */
-export function pgExecutor(target: PgPoolLike | PgQueryableLike): BatchSqlExecutor {
+export function pgExecutor(
+  target: PgPoolLike | PgQueryableLike,
+  options: PgExecutorOptions = {},
+): BatchSqlExecutor {
+  const names = options.prepare === false ? null : preparedNames();
   return {
     async query<Row>(text: string, params: unknown[] = []): Promise<QueryResult<Row>> {
       try {
-        const result = await target.query(text, params);
+        const result = await target.query(queryConfig(names, text, params));
         return { rows: result.rows as Row[], rowCount: result.rowCount ?? result.rows.length };
       } catch (error) {
         throw mapDatabaseError(error);
@@ -47,7 +75,7 @@ export function pgExecutor(target: PgPoolLike | PgQueryableLike): BatchSqlExecut
         const connection = await target.connect();
         let broken: Error | undefined;
         try {
-          return await runInTransaction(connection, statements);
+          return await runInTransaction(connection, statements, names);
         } catch (error) {
           // A connection that failed mid-transaction may be in an unknown state: discard it.
           broken = error instanceof Error ? error : new Error(String(error));
@@ -56,9 +84,18 @@ export function pgExecutor(target: PgPoolLike | PgQueryableLike): BatchSqlExecut
           connection.release(broken);
         }
       }
-      return runInTransaction(target, statements);
+      return runInTransaction(target, statements, names);
     },
   };
+}
+
+function queryConfig(
+  names: PreparedNames | null,
+  text: string,
+  values: unknown[],
+): PgQueryConfigLike {
+  const name = names?.nameFor(text);
+  return name === undefined ? { text, values } : { name, text, values };
 }
 
 function isPool(target: PgPoolLike | PgQueryableLike): target is PgPoolLike {
@@ -68,12 +105,13 @@ function isPool(target: PgPoolLike | PgQueryableLike): target is PgPoolLike {
 async function runInTransaction(
   connection: PgQueryableLike,
   statements: readonly Statement[],
+  names: PreparedNames | null,
 ): Promise<QueryResult[]> {
   const results: QueryResult[] = [];
   try {
     await connection.query('BEGIN');
     for (const statement of statements) {
-      const result = await connection.query(statement.text, statement.params);
+      const result = await connection.query(queryConfig(names, statement.text, statement.params));
       results.push({
         rows: result.rows as Record<string, unknown>[],
         rowCount: result.rowCount ?? 0,

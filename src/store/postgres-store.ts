@@ -140,24 +140,18 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
     const cursor = request.cursor === undefined ? null : decodeCursor(request.cursor);
     const kind = request.kind ?? null;
     const page = limit + 1;
-    let result: { rows: MessageRow[] };
-    if (request.state === 'delivered' || request.state === 'dead') {
-      const text = request.state === 'delivered' ? this.sql.listDelivered : this.sql.listDead;
-      result = await this.db.query<MessageRow>(text, [
-        kind,
-        cursor?.at ?? null,
-        cursor?.id ?? null,
-        page,
-      ]);
-    } else {
-      result = await this.db.query<MessageRow>(this.sql.listPendingOrClaimed, [
-        request.state,
-        kind,
-        cursor?.at ?? null,
-        cursor?.id ?? null,
-        page,
-      ]);
-    }
+    const text = {
+      pending: this.sql.listPending,
+      claimed: this.sql.listClaimed,
+      delivered: this.sql.listDelivered,
+      dead: this.sql.listDead,
+    }[request.state];
+    const result = await this.db.query<MessageRow>(text, [
+      kind,
+      cursor?.at ?? null,
+      cursor?.id ?? null,
+      page,
+    ]);
     const messages = result.rows.slice(0, limit).map(messageFromRow);
     const last = messages.at(-1);
     const more = result.rows.length > limit && last !== undefined;

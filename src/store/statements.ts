@@ -12,7 +12,8 @@ export interface OutboxStatements {
   purgeDelivered: string;
   purgeDead: string;
   readStats: string;
-  listPendingOrClaimed: string;
+  listPending: string;
+  listClaimed: string;
   listDelivered: string;
   listDead: string;
   readDeliveryCounts: string;
@@ -25,10 +26,20 @@ export interface OutboxStatements {
   discardMessage: string;
 }
 
-/** The columns a claim hands to the drain, and that lists show operators. */
+/**
+ * The columns a claim hands to the drain, and that lists show operators. A claimed row shows its
+ * lease expiry as its due time: when it may next be claimed, as the state machine says.
+ */
 const MESSAGE_COLUMNS = `m.id, m.key, m.kind, m.payload, m.ordering_key, m.dedupe_key, m.state,
-  m.attempts, m.max_attempts, m.due_at, m.claimed_at, m.last_error, m.created_at,
-  m.delivered_at, m.dead_at`;
+  m.attempts, m.max_attempts,
+  CASE WHEN m.state = 'claimed' THEN m.lease_expires_at ELSE m.due_at END AS due_at,
+  m.claimed_at, m.last_error, m.created_at, m.delivered_at, m.dead_at`;
+
+/** The same columns from delivered history (alias h), where every row is delivered. */
+const DELIVERED_COLUMNS = `h.id, h.key, h.kind, h.payload, h.ordering_key,
+  NULL::text AS dedupe_key, 'delivered'::text AS state, h.attempts, h.max_attempts, h.due_at,
+  NULL::timestamptz AS claimed_at, h.last_error, h.created_at, h.delivered_at,
+  NULL::timestamptz AS dead_at`;
 
 /**
  * Adds a statement's outcomes to the per-minute counters, inside the statement that produced
@@ -51,23 +62,48 @@ function countOutcomes(quotedSchema: string, outcomes: string, now: string): str
           dead = c.dead + excluded.dead`;
 }
 
-/**
- * $1 kind or null, $2 cursor time, $3 cursor id, $4 limit. Finished rows newest first, keyset
- * paginated on the partial index over the state's own time column.
- */
-function listFinished(messages: string, state: 'delivered' | 'dead', column: string): string {
+/** $1 kind or null, $2 cursor time, $3 cursor id, $4 limit: dead rows newest first. */
+function listDead(messages: string): string {
   return `
       SELECT ${MESSAGE_COLUMNS}
       FROM ${messages} m
-      WHERE m.state = '${state}'
+      WHERE m.dead_at IS NOT NULL
         AND ($1::text IS NULL OR m.kind = $1)
-        AND ($2::timestamptz IS NULL OR (m.${column}, m.id) < ($2, $3::bigint))
-      ORDER BY m.${column} DESC, m.id DESC
+        AND ($2::timestamptz IS NULL OR (m.dead_at, m.id) < ($2, $3::bigint))
+      ORDER BY m.dead_at DESC, m.id DESC
+      LIMIT $4`;
+}
+
+/**
+ * $1 kind or null, $2 cursor time, $3 cursor id, $4 limit: delivered messages newest first, from
+ * history and from the rows a dedupe key keeps in messages, each side read in order on its
+ * delivered_at index and merged.
+ */
+function listDelivered(messages: string, delivered: string): string {
+  return `
+      SELECT * FROM (
+        (SELECT ${MESSAGE_COLUMNS}
+         FROM ${messages} m
+         WHERE m.delivered_at IS NOT NULL
+           AND ($1::text IS NULL OR m.kind = $1)
+           AND ($2::timestamptz IS NULL OR (m.delivered_at, m.id) < ($2, $3::bigint))
+         ORDER BY m.delivered_at DESC, m.id DESC
+         LIMIT $4)
+        UNION ALL
+        (SELECT ${DELIVERED_COLUMNS}
+         FROM ${delivered} h
+         WHERE ($1::text IS NULL OR h.kind = $1)
+           AND ($2::timestamptz IS NULL OR (h.delivered_at, h.id) < ($2, $3::bigint))
+         ORDER BY h.delivered_at DESC, h.id DESC
+         LIMIT $4)
+      ) u
+      ORDER BY u.delivered_at DESC, u.id DESC
       LIMIT $4`;
 }
 
 export function outboxStatements(quotedSchema: string): OutboxStatements {
   const messages = `${quotedSchema}.messages`;
+  const delivered = `${quotedSchema}.delivered_messages`;
   return {
     /**
      * $1 keys, $2 kinds, $3 payloads (JSON text), $4 ordering keys, $5 dedupe keys,
@@ -101,17 +137,25 @@ export function outboxStatements(quotedSchema: string): OutboxStatements {
      * FOR UPDATE SKIP LOCKED: overlapping drains each lock different rows and never wait on each
      * other; a row another drain is claiming right now is simply not ours. The UPDATE in the same
      * statement makes the claim visible the moment this statement commits, with a fresh token
-     * and a lease (due_at = now + lease), and counts the attempt. A row whose attempts are
-     * already spent (its final drain died holding it) is set aside as dead here instead of being
-     * sent again. The ordering check lets only the head of each ordering key through: nothing
+     * and a lease (lease_expires_at = now + lease), and counts the attempt. A claimed row whose
+     * lease has passed is claimable again (its drain died). A row whose attempts are already
+     * spent (its final drain died holding it) is set aside as dead here instead of being sent
+     * again. The ordering check lets only the head of each ordering key through: nothing
      * earlier with that key may still be pending or claimed (or dead, when dead heads block).
+     *
+     * The UPDATE changes no indexed column and no column of an index predicate (state,
+     * attempts, token, claimed_at and the lease are in none), so with room on the page it is a
+     * HOT update: one small row version, no index entries. due_at keeps the due time, so rows
+     * claimed right now stay at the head of messages_claimable and the scan steps over them;
+     * they are at most the batches in flight.
      */
     claimDueMessages: `
       WITH due AS (
         SELECT m.id
         FROM ${messages} m
-        WHERE m.state IN ('pending', 'claimed')
+        WHERE m.delivered_at IS NULL AND m.dead_at IS NULL
           AND m.due_at <= $1
+          AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= $1))
           AND m.kind = ANY($7::text[])
           AND ($5::uuid[] IS NULL OR m.key = ANY($5::uuid[]))
           AND (m.ordering_key IS NULL OR NOT EXISTS (
@@ -122,7 +166,7 @@ export function outboxStatements(quotedSchema: string): OutboxStatements {
                 OR (earlier.state = 'dead' AND $6::boolean))
               -- Implied by the line above, but spelled out so the planner can use the partial
               -- index messages_ordering_unfinished.
-              AND earlier.state <> 'delivered'))
+              AND earlier.delivered_at IS NULL))
         ORDER BY m.due_at, m.id
         LIMIT $3
         FOR UPDATE OF m SKIP LOCKED
@@ -133,7 +177,7 @@ export function outboxStatements(quotedSchema: string): OutboxStatements {
           attempts = least(m.attempts + 1, m.max_attempts),
           claim_token = CASE WHEN m.attempts >= m.max_attempts THEN NULL ELSE $2::uuid END,
           claimed_at = CASE WHEN m.attempts >= m.max_attempts THEN NULL ELSE $1 END,
-          due_at = CASE WHEN m.attempts >= m.max_attempts THEN m.due_at
+          lease_expires_at = CASE WHEN m.attempts >= m.max_attempts THEN NULL
             ELSE $1::timestamptz + $4 * interval '1 millisecond' END,
           dead_at = CASE WHEN m.attempts >= m.max_attempts THEN $1 END,
           last_error = CASE WHEN m.attempts >= m.max_attempts
@@ -159,9 +203,36 @@ export function outboxStatements(quotedSchema: string): OutboxStatements {
      * still owns each claim: a row whose lease expired and that another drain re-claimed has a
      * new token and is left alone. The caller counts ids missing from RETURNING as stale.
      * 'release' hands back a row that was claimed but never sent: due now, attempt uncounted.
+     *
+     * A delivered message leaves the hot table here: deleted from messages (a small WAL record,
+     * no new row version, no index entries) and appended to delivered_messages. One with a
+     * dedupe key stays in messages as 'delivered' instead, so its key stays taken until purge.
+     * The two writes touch disjoint rows of messages and read the same snapshot.
      */
     settleClaimedMessages: `
-      WITH settled AS (
+      WITH o AS (
+        SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::timestamptz[], $5::text[])
+          AS o(id, claim_token, outcome, due_at, error)
+      ),
+      moved AS (
+        DELETE FROM ${messages} m
+        USING o
+        WHERE m.id = o.id
+          AND m.claim_token = o.claim_token
+          AND m.state = 'claimed'
+          AND o.outcome = 'delivered' AND m.dedupe_key IS NULL
+        RETURNING m.id, m.key, m.kind, m.payload, m.ordering_key, m.attempts, m.max_attempts,
+          m.due_at, m.last_error, m.created_at
+      ),
+      archived AS (
+        INSERT INTO ${delivered}
+          (id, key, kind, payload, ordering_key, attempts, max_attempts, due_at, last_error,
+           created_at, delivered_at)
+        SELECT id, key, kind, payload, ordering_key, attempts, max_attempts, due_at, last_error,
+          created_at, $6::timestamptz
+        FROM moved
+      ),
+      updated AS (
         UPDATE ${messages} m SET
           state = CASE o.outcome
             WHEN 'delivered' THEN 'delivered'
@@ -169,17 +240,23 @@ export function outboxStatements(quotedSchema: string): OutboxStatements {
             ELSE 'pending' END,
           claim_token = NULL,
           claimed_at = NULL,
+          lease_expires_at = NULL,
           attempts = CASE WHEN o.outcome = 'release' THEN m.attempts - 1 ELSE m.attempts END,
           due_at = CASE WHEN o.outcome IN ('retry', 'release') THEN o.due_at ELSE m.due_at END,
           delivered_at = CASE WHEN o.outcome = 'delivered' THEN $6::timestamptz END,
           dead_at = CASE WHEN o.outcome = 'dead' THEN $6::timestamptz END,
           last_error = CASE WHEN o.outcome IN ('retry', 'dead') THEN o.error ELSE m.last_error END
-        FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::timestamptz[], $5::text[])
-          AS o(id, claim_token, outcome, due_at, error)
+        FROM o
         WHERE m.id = o.id
           AND m.claim_token = o.claim_token
           AND m.state = 'claimed'
+          AND NOT (o.outcome = 'delivered' AND m.dedupe_key IS NULL)
         RETURNING m.id, m.kind, o.outcome
+      ),
+      settled AS (
+        SELECT id, kind, 'delivered' AS outcome FROM moved
+        UNION ALL
+        SELECT id, kind, outcome FROM updated
       ),
       counted AS (
         ${countOutcomes(quotedSchema, 'settled', '$6')}
@@ -187,24 +264,39 @@ export function outboxStatements(quotedSchema: string): OutboxStatements {
       SELECT id FROM settled`,
 
     /**
-     * $1 delivered before, $2 limit. Bounded, oldest first, and SKIP LOCKED so a purge never
-     * blocks a drain. The partial index on delivered_at finds them without reading pending rows.
+     * $1 delivered before, $2 limit. Bounded, oldest first: delivered rows a dedupe key keeps in
+     * messages (SKIP LOCKED, so a purge never blocks a drain), then history up to the rest of
+     * the limit. Each side walks its delivered_at index without reading pending rows.
      */
     purgeDelivered: `
-      DELETE FROM ${messages} m
-      WHERE m.id IN (
-        SELECT id FROM ${messages}
-        WHERE state = 'delivered' AND delivered_at < $1
-        ORDER BY delivered_at, id
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED)`,
+      WITH kept AS (
+        DELETE FROM ${messages} m
+        WHERE m.id IN (
+          SELECT id FROM ${messages}
+          WHERE delivered_at IS NOT NULL AND delivered_at < $1
+          ORDER BY delivered_at, id
+          LIMIT $2
+          FOR UPDATE SKIP LOCKED)
+        RETURNING m.id
+      ),
+      moved AS (
+        DELETE FROM ${delivered} h
+        WHERE h.id IN (
+          SELECT id FROM ${delivered}
+          WHERE delivered_at < $1
+          ORDER BY delivered_at, id
+          LIMIT greatest(0, $2 - (SELECT count(*) FROM kept))
+          FOR UPDATE SKIP LOCKED)
+        RETURNING h.id
+      )
+      SELECT id FROM kept UNION ALL SELECT id FROM moved`,
 
     /** $1 dead before, $2 limit. As purgeDelivered, for dead letter. */
     purgeDead: `
       DELETE FROM ${messages} m
       WHERE m.id IN (
         SELECT id FROM ${messages}
-        WHERE state = 'dead' AND dead_at < $1
+        WHERE dead_at IS NOT NULL AND dead_at < $1
         ORDER BY dead_at, id
         LIMIT $2
         FOR UPDATE SKIP LOCKED)`,
@@ -212,35 +304,51 @@ export function outboxStatements(quotedSchema: string): OutboxStatements {
     /**
      * $1 now. Counts per state in one statement. `claimed` counts live leases; a claimed row
      * whose lease has passed is due again and counts as due. Lag is the age of the oldest message
-     * that is due now and not held by a live lease: how far behind the drains are.
+     * that is due now and not held by a live lease: how far behind the drains are. Delivered
+     * counts history too.
      */
     readStats: `
       SELECT
         count(*) FILTER (WHERE state = 'pending') AS pending,
         count(*) FILTER (WHERE state = 'pending' AND due_at <= $1) AS due,
-        count(*) FILTER (WHERE state = 'claimed' AND due_at > $1) AS claimed,
-        count(*) FILTER (WHERE state = 'claimed' AND due_at <= $1) AS lease_expired,
-        count(*) FILTER (WHERE state = 'delivered') AS delivered,
+        count(*) FILTER (WHERE state = 'claimed' AND lease_expires_at > $1) AS claimed,
+        count(*) FILTER (WHERE state = 'claimed' AND lease_expires_at <= $1) AS lease_expired,
+        count(*) FILTER (WHERE state = 'delivered')
+          + (SELECT count(*) FROM ${delivered}) AS delivered,
         count(*) FILTER (WHERE state = 'dead') AS dead,
-        min(due_at) FILTER (WHERE state IN ('pending', 'claimed') AND due_at <= $1)
-          AS oldest_due_at
+        min(CASE WHEN state = 'claimed' THEN lease_expires_at ELSE due_at END) FILTER (
+          WHERE (state = 'pending' AND due_at <= $1)
+            OR (state = 'claimed' AND lease_expires_at <= $1)) AS oldest_due_at
       FROM ${messages}`,
 
     /**
-     * $1 state, $2 kind or null, $3 cursor due_at, $4 cursor id, $5 limit.
+     * $1 kind or null, $2 cursor due_at, $3 cursor id, $4 limit.
      * Keyset pagination in the order the claim uses, on the claimable index.
      */
-    listPendingOrClaimed: `
+    listPending: `
       SELECT ${MESSAGE_COLUMNS}
       FROM ${messages} m
-      WHERE m.state IN ('pending', 'claimed') AND m.state = $1
-        AND ($2::text IS NULL OR m.kind = $2)
-        AND ($3::timestamptz IS NULL OR (m.due_at, m.id) > ($3, $4::bigint))
+      WHERE m.delivered_at IS NULL AND m.dead_at IS NULL AND m.state = 'pending'
+        AND ($1::text IS NULL OR m.kind = $1)
+        AND ($2::timestamptz IS NULL OR (m.due_at, m.id) > ($2, $3::bigint))
       ORDER BY m.due_at, m.id
-      LIMIT $5`,
+      LIMIT $4`,
 
-    listDelivered: listFinished(messages, 'delivered', 'delivered_at'),
-    listDead: listFinished(messages, 'dead', 'dead_at'),
+    /**
+     * $1 kind or null, $2 cursor lease expiry, $3 cursor id, $4 limit. Claimed rows by lease
+     * expiry (their due time as records show it); few at any moment, so no index of their own.
+     */
+    listClaimed: `
+      SELECT ${MESSAGE_COLUMNS}
+      FROM ${messages} m
+      WHERE m.state = 'claimed'
+        AND ($1::text IS NULL OR m.kind = $1)
+        AND ($2::timestamptz IS NULL OR (m.lease_expires_at, m.id) > ($2, $3::bigint))
+      ORDER BY m.lease_expires_at, m.id
+      LIMIT $4`,
+
+    listDelivered: listDelivered(messages, delivered),
+    listDead: listDead(messages),
 
     /** $1 since. Outcomes per minute, all kinds together, for metrics and the dashboard chart. */
     readDeliveryCounts: `
@@ -265,11 +373,20 @@ export function outboxStatements(quotedSchema: string): OutboxStatements {
       ORDER BY coalesce(m.dead_at, m.due_at) DESC, m.id DESC
       LIMIT $1`,
 
-    /** $1 id. */
-    readMessage: `SELECT ${MESSAGE_COLUMNS} FROM ${messages} m WHERE m.id = $1`,
+    /** $1 id. In messages or, once delivered, in history (never both: settle moves it). */
+    readMessage: `
+      SELECT ${MESSAGE_COLUMNS} FROM ${messages} m WHERE m.id = $1
+      UNION ALL
+      SELECT ${DELIVERED_COLUMNS} FROM ${delivered} h WHERE h.id = $1`,
 
-    /** $1 key (a uuid). Operators arrive with the key from a receiver's log; messages_key_unique. */
-    readMessageByKey: `SELECT ${MESSAGE_COLUMNS} FROM ${messages} m WHERE m.key = $1::uuid`,
+    /**
+     * $1 key (a uuid). Operators arrive with the key from a receiver's log; messages_key_unique
+     * and delivered_messages_key_unique.
+     */
+    readMessageByKey: `
+      SELECT ${MESSAGE_COLUMNS} FROM ${messages} m WHERE m.key = $1::uuid
+      UNION ALL
+      SELECT ${DELIVERED_COLUMNS} FROM ${delivered} h WHERE h.key = $1::uuid`,
 
     /**
      * $1 id, $2 now. Dead -> pending with a fresh set of attempts; the row keeps its key, so a
@@ -287,10 +404,17 @@ export function outboxStatements(quotedSchema: string): OutboxStatements {
       RETURNING id`,
 
     /**
-     * $1 id. Deletes a message that is not mid-delivery. A claimed row is refused: its drain
-     * may be sending it right now, and deleting it would turn that send's settle stale.
+     * $1 id. Deletes a message that is not mid-delivery, from messages or from history. A
+     * claimed row is refused: its drain may be sending it right now, and deleting it would turn
+     * that send's settle stale.
      */
     discardMessage: `
-      DELETE FROM ${messages} WHERE id = $1 AND state <> 'claimed' RETURNING id, state`,
+      WITH live AS (
+        DELETE FROM ${messages} WHERE id = $1 AND state <> 'claimed' RETURNING id, state
+      ),
+      archived AS (
+        DELETE FROM ${delivered} WHERE id = $1 RETURNING id, 'delivered'::text AS state
+      )
+      SELECT id, state FROM live UNION ALL SELECT id, state FROM archived`,
   };
 }

@@ -92,7 +92,7 @@ export async function deadMessages(
     },
   });
   const { rows } = await database.pool.query<{ id: string; state: string }>(
-    'SELECT id::text, state FROM outbox.messages WHERE key = ANY($1::uuid[]) ORDER BY id',
+    'SELECT id::text, state FROM outbox.all_messages WHERE key = ANY($1::uuid[]) ORDER BY id',
     [keys],
   );
   expect(rows.map((row) => row.state)).toEqual(errors.map(() => 'dead'));
@@ -121,7 +121,7 @@ export async function deliveredMessages(
 
 export async function stateOf(database: TestDatabase, id: string): Promise<string | undefined> {
   const { rows } = await database.pool.query<{ state: string }>(
-    'SELECT state FROM outbox.messages WHERE id = $1',
+    'SELECT state FROM outbox.all_messages WHERE id = $1',
     [id],
   );
   return rows[0]?.state;

@@ -270,7 +270,7 @@ type StateCounts = Record<'pending' | 'claimed' | 'delivered' | 'dead', number>;
 
 async function countsInDatabase(): Promise<StateCounts> {
   const { rows } = await database.pool.query<{ state: keyof StateCounts; n: number }>(
-    'SELECT state, count(*)::int AS n FROM outbox.messages GROUP BY state',
+    'SELECT state, count(*)::int AS n FROM outbox.all_messages GROUP BY state',
   );
   const counts: StateCounts = { pending: 0, claimed: 0, delivered: 0, dead: 0 };
   for (const row of rows) counts[row.state] = row.n;

@@ -26,7 +26,7 @@ function env(extra: Record<string, string> = {}): Record<string, string> {
 }
 
 beforeEach(async () => {
-  await database.pool.query('TRUNCATE outbox.messages');
+  await database.pool.query('TRUNCATE outbox.messages, outbox.delivered_messages');
 });
 
 /** One valid invocation of every command that needs the database. */
@@ -116,7 +116,7 @@ describe('migrate', () => {
     const first = await runOutboxInProcess(['migrate', '--json'], fresh);
     expect(first.code).toBe(0);
     const result = JSON.parse(first.stdout);
-    expect(result).toMatchObject({ schema: 'cli_fresh', applied: [1, 2] });
+    expect(result).toMatchObject({ schema: 'cli_fresh', applied: [1, 2, 3] });
     expect(await runOutboxInProcess(['migrate'], fresh)).toEqual({
       code: 0,
       stdout: `schema cli_fresh is up to date (version ${result.version})\n`,

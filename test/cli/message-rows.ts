@@ -19,13 +19,14 @@ export async function insertMessageIn(
 ): Promise<string> {
   const { rows } = await pool.query<{ id: string }>(
     `INSERT INTO outbox.messages
-       (key, kind, payload, state, attempts, due_at, claim_token, claimed_at, delivered_at,
-        dead_at, last_error)
+       (key, kind, payload, state, attempts, due_at, claim_token, claimed_at, lease_expires_at,
+        delivered_at, dead_at, last_error)
      SELECT gen_random_uuid(), $1, '{"url":"https://example.com/","body":{}}'::jsonb, $2::text,
        CASE WHEN $2 = 'pending' THEN 0 ELSE 1 END,
-       CASE WHEN $2 = 'claimed' THEN now() + interval '2 minutes' ELSE at END,
+       at,
        CASE WHEN $2 = 'claimed' THEN gen_random_uuid() END,
        CASE WHEN $2 = 'claimed' THEN now() END,
+       CASE WHEN $2 = 'claimed' THEN now() + interval '2 minutes' END,
        CASE WHEN $2 = 'delivered' THEN at END,
        CASE WHEN $2 = 'dead' THEN at END,
        CASE WHEN $2 = 'dead' THEN 'permanent failure: test' END

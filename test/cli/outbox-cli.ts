@@ -139,7 +139,7 @@ export async function countRows(pool: pg.Pool, schema = 'outbox'): Promise<numbe
 
 export async function messageState(pool: pg.Pool, id: string): Promise<string | undefined> {
   const { rows } = await pool.query<{ state: string }>(
-    'SELECT state FROM outbox.messages WHERE id = $1',
+    'SELECT state FROM outbox.all_messages WHERE id = $1',
     [id],
   );
   return rows[0]?.state;

@@ -17,7 +17,7 @@ function env(extra: Record<string, string> = {}): Record<string, string> {
 }
 
 beforeEach(async () => {
-  await database.pool.query('TRUNCATE outbox.messages');
+  await database.pool.query('TRUNCATE outbox.messages, outbox.delivered_messages');
 });
 
 describe('outbox (the process)', () => {
@@ -66,7 +66,7 @@ describe('outbox migrate (the process)', () => {
   it('creates the schema named by OUTBOX_SCHEMA', async () => {
     const result = await runOutbox(['migrate'], env({ OUTBOX_SCHEMA: 'cli_process' }));
     expect(result).toMatchObject({ code: 0, stderr: '' });
-    expect(result.stdout).toMatch(/^schema cli_process: applied 1, 2; now at version \d+\n$/);
+    expect(result.stdout).toMatch(/^schema cli_process: applied 1, 2, 3; now at version \d+\n$/);
     expect(await countRows(database.pool, 'cli_process')).toBe(0);
   });
 });

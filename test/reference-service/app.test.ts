@@ -244,7 +244,7 @@ describe.each(['neon-ws', 'neon-http'] as const)('reference service through %s',
     // No schedule runs here: only the kick can deliver it. Wait for its settle to commit.
     const stateOf = async () =>
       (
-        await database.pool.query('SELECT state FROM outbox.messages WHERE key = $1', [
+        await database.pool.query('SELECT state FROM outbox.all_messages WHERE key = $1', [
           messageKeys[0],
         ])
       ).rows[0]?.state;

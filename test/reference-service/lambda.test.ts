@@ -148,7 +148,7 @@ async function emailsTo(address: string): Promise<StoredEmail[]> {
 
 async function messageStates(keys: readonly string[]): Promise<Record<string, string>> {
   const { rows } = await database.pool.query<{ key: string; state: string }>(
-    'SELECT key::text, state FROM outbox.messages WHERE key = ANY($1::uuid[])',
+    'SELECT key::text, state FROM outbox.all_messages WHERE key = ANY($1::uuid[])',
     [keys],
   );
   return Object.fromEntries(rows.map((row) => [row.key, row.state]));
@@ -198,7 +198,7 @@ describe('httpHandler (API Gateway HTTP API)', () => {
     );
     expect(result.statusCode).toBe(200);
     expect(JSON.parse(result.body)).toEqual({
-      outbox: { schema: 'outbox', applied: [], version: 2 },
+      outbox: { schema: 'outbox', applied: [], version: 3 },
       app: { schema: 'app', applied: [], version: 2 },
     });
   });
@@ -247,7 +247,7 @@ describe('scheduledHandler (EventBridge)', () => {
       expect(context.getRemainingTimeInMillis()).toBeGreaterThan(0);
       expect(result.drain).toMatchObject({ retried: 1, delivered: 0, released: 0 });
       const { rows } = await database.pool.query(
-        'SELECT state, attempts, last_error FROM outbox.messages WHERE key = $1',
+        'SELECT state, attempts, last_error FROM outbox.all_messages WHERE key = $1',
         [key],
       );
       expect(rows[0]).toMatchObject({ state: 'pending', attempts: 1 });
@@ -264,9 +264,10 @@ describe('scheduledHandler (EventBridge)', () => {
       countdownContext(INVOCATION_MS),
     );
     expect(result.purge?.deliveredDeleted).toBeGreaterThanOrEqual(1);
-    const { rowCount } = await database.pool.query('SELECT 1 FROM outbox.messages WHERE id = $1', [
-      oldId,
-    ]);
+    const { rowCount } = await database.pool.query(
+      'SELECT 1 FROM outbox.all_messages WHERE id = $1',
+      [oldId],
+    );
     expect(rowCount).toBe(0);
   });
 });

@@ -87,7 +87,7 @@ async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10
 
 async function messageStates(keys: readonly string[]): Promise<Record<string, string>> {
   const { rows } = await database.pool.query<{ key: string; state: string }>(
-    'SELECT key::text, state FROM outbox.messages WHERE key = ANY($1::uuid[])',
+    'SELECT key::text, state FROM outbox.all_messages WHERE key = ANY($1::uuid[])',
     [keys],
   );
   return Object.fromEntries(rows.map((row) => [row.key, row.state]));
@@ -134,7 +134,7 @@ describe('the Worker on fetch', () => {
     });
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({
-      outbox: { schema: 'outbox', applied: [], version: 2 },
+      outbox: { schema: 'outbox', applied: [], version: 3 },
       app: { schema: 'app', applied: [], version: 2 },
     });
   });

@@ -49,7 +49,7 @@ describe('the app killed right after its transaction commits', () => {
       });
       const exit = await writer.exited;
       expect(exit.signal, writer.stderr()).toBe('SIGKILL');
-      const { rows } = await database.pool.query('SELECT state FROM seed.messages WHERE key = $1', [
+      const { rows } = await database.pool.query('SELECT state FROM seed.all_messages WHERE key = $1', [
         key,
       ]);
       expect(rows).toEqual([{ state: 'pending' }]);
@@ -63,7 +63,7 @@ describe('the app killed right after its transaction commits', () => {
         );
         await waitFor('the row delivered', async () => {
           const result = await database.pool.query(
-            'SELECT state FROM seed.messages WHERE key = $1',
+            'SELECT state FROM seed.all_messages WHERE key = $1',
             [key],
           );
           return result.rows[0]?.state === 'delivered';

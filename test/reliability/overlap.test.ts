@@ -217,7 +217,7 @@ describe('8 overlapping drains on three runtimes while the app writes', () => {
     for (const schedule of schedules) await schedule.stop();
 
     const { rows } = await database.pool.query<{ key: string; state: string }>(
-      'SELECT key::text AS key, state FROM outbox.messages',
+      'SELECT key::text AS key, state FROM outbox.all_messages',
     );
     const committed = rows.map((row) => row.key);
     expect(rows.filter((row) => row.state !== 'delivered')).toEqual([]);
@@ -227,7 +227,7 @@ describe('8 overlapping drains on three runtimes while the app writes', () => {
     expect(result.rolledBackSent).toEqual([]);
     // No kill here: a message sent twice would be two drains sending it under one lease.
     const twice = await database.pool.query(
-      'SELECT attempts, last_error FROM outbox.messages WHERE key = ANY($1::uuid[]) LIMIT 5',
+      'SELECT attempts, last_error FROM outbox.all_messages WHERE key = ANY($1::uuid[]) LIMIT 5',
       [[...result.duplicated.keys()]],
     );
     expect(twice.rows).toEqual([]);

@@ -62,7 +62,7 @@ describe('webhooks drained through a real database', () => {
 
   async function row(key: string) {
     const { rows } = await database.pool.query(
-      'SELECT state, attempts, due_at, last_error FROM outbox.messages WHERE key = $1',
+      'SELECT state, attempts, due_at, last_error FROM outbox.all_messages WHERE key = $1',
       [key],
     );
     return rows[0] as { state: string; attempts: number; due_at: Date; last_error: string | null };

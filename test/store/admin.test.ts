@@ -112,6 +112,79 @@ describe.each(DRIVER_NAMES)('store operations through %s', (driverName) => {
     expect((await store.get(second!.id))?.state).toBe('claimed');
   });
 
+  it('moves a delivered message out of the hot table, and every read still finds it', async () => {
+    const { outbox, store, schema } = await freshOutbox(driver);
+    const keys = await outbox.enqueue(
+      driver.db,
+      Array.from({ length: 7 }, (_, index) => ({ kind: 'test.kind', payload: { index } })),
+    );
+    const clock = fakeClock();
+    const sender = recordingSender();
+    await drainOnce({ store, senders: { 'test.kind': sender.send }, clock });
+    const { rows } = await database.pool.query(`SELECT count(*)::int AS n FROM ${schema}.messages`);
+    expect(rows[0].n).toBe(0);
+
+    const byKey = await store.getByKey(keys[3]!);
+    expect(byKey).toMatchObject({
+      key: keys[3],
+      kind: 'test.kind',
+      payload: { index: 3 },
+      state: 'delivered',
+      attempts: 1,
+      dedupeKey: null,
+      claimedAt: null,
+      deadAt: null,
+    });
+    expect(byKey?.deliveredAt).toEqual(clock.now());
+    expect(await store.get(byKey!.id)).toEqual(byKey);
+
+    const listed: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await store.list({ state: 'delivered', limit: 3, cursor });
+      listed.push(...page.messages.map((m) => m.key));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    expect(listed.sort()).toEqual([...keys].sort());
+    expect(await store.stats(clock.now())).toMatchObject({ pending: 0, delivered: 7 });
+
+    expect(await store.discard(byKey!.id)).toBe('delivered');
+    expect(await store.getByKey(keys[3]!)).toBeNull();
+  });
+
+  it('keeps a dedupe key taken after delivery, until purge frees it', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    const dedupeKey = `${driverName}-once-only`;
+    const [first] = await outbox.enqueue(driver.db, {
+      kind: 'test.kind',
+      payload: { n: 1 },
+      dedupeKey,
+    });
+    const clock = fakeClock();
+    const sender = recordingSender();
+    await drainOnce({ store, senders: { 'test.kind': sender.send }, clock });
+    expect(sender.calls).toHaveLength(1);
+    expect(await store.getByKey(first!)).toMatchObject({ state: 'delivered', dedupeKey });
+
+    const [again] = await outbox.enqueue(driver.db, {
+      kind: 'test.kind',
+      payload: { n: 2 },
+      dedupeKey,
+    });
+    expect(again).toBe(first);
+    await drainOnce({ store, senders: { 'test.kind': sender.send }, clock });
+    expect(sender.calls).toHaveLength(1);
+
+    clock.advance(HOUR);
+    await purgeOnce({ store, clock, deliveredOlderThanMs: 0 });
+    const [fresh] = await outbox.enqueue(driver.db, {
+      kind: 'test.kind',
+      payload: { n: 3 },
+      dedupeKey,
+    });
+    expect(fresh).not.toBe(first);
+  });
+
   it('purges old delivered and dead rows in bounded statements and keeps the rest', async () => {
     const { outbox, store, schema } = await freshOutbox(driver);
     await outbox.enqueue(
@@ -124,10 +197,11 @@ describe.each(DRIVER_NAMES)('store operations through %s', (driverName) => {
     });
     await drainOnce({ store, senders: { 'test.kind': sender.send }, clock });
     await outbox.enqueue(driver.db, { kind: 'test.kind', payload: { fresh: true } });
-    // Ten of the delivered rows are recent; the rest are eight days old.
+    // Ten of the delivered rows are recent; the rest are eight days old. Delivered messages
+    // without a dedupe key live in delivered history.
     await database.pool.query(
-      `UPDATE ${schema}.messages SET delivered_at = delivered_at - interval '8 days'
-       WHERE state = 'delivered' AND (payload->>'index')::int >= 10`,
+      `UPDATE ${schema}.delivered_messages SET delivered_at = delivered_at - interval '8 days'
+       WHERE (payload->>'index')::int >= 10`,
     );
 
     const bounded = await purgeOnce({

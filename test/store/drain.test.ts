@@ -291,11 +291,11 @@ describe.each(DRIVER_NAMES)('drainOnce through %s', (driverName) => {
     expect(during).toMatchObject({ key, state: 'claimed', attempts: 2, lastError: null });
     secondMayFinish.open();
     expect(await second).toMatchObject({ delivered: 1, stale: 0 });
-    const { rows } = await database.pool.query(
-      `SELECT state, attempts, last_error FROM ${store.schema}.messages WHERE key = $1`,
-      [key],
-    );
-    expect(rows[0]).toEqual({ state: 'delivered', attempts: 2, last_error: null });
+    expect(await store.getByKey(key!)).toMatchObject({
+      state: 'delivered',
+      attempts: 2,
+      lastError: null,
+    });
   });
 
   it('sets aside at claim a message whose final attempt was never settled', async () => {

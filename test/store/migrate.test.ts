@@ -46,7 +46,7 @@ describe.each(DRIVER_NAMES)('migrate through %s', (driverName) => {
       payload: { url: 'https://example.com/hook', body: { ok: true } },
     });
     const { rows } = await database.pool.query(
-      `SELECT state FROM ${schema}.messages WHERE key = $1`,
+      `SELECT state FROM ${schema}.all_messages WHERE key = $1`,
       [key],
     );
     expect(rows).toEqual([{ state: 'pending' }]);

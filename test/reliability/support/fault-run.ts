@@ -247,7 +247,7 @@ export async function runWithFaults(options: FaultRunOptions): Promise<FaultRunR
   }
   const schema = outbox.schema;
   const { rows } = await driver.db.query<{ key: string; state: string }>(
-    `SELECT key::text AS key, state FROM ${schema}.messages`,
+    `SELECT key::text AS key, state FROM ${schema}.all_messages`,
   );
   const committed = rows.map((row) => row.key);
   const undelivered = rows.filter((row) => row.state !== 'delivered');

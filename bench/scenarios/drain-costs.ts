@@ -1,0 +1,53 @@
+/**
+ * The three numbers every throughput case reports per system: delivered messages per second,
+ * and the server's CPU and WAL per delivered message (bench/lib/server-cost.ts), collected run
+ * by run and turned into three table rows.
+ */
+import { RunsBySystem } from '../lib/stats.js';
+import type { SystemId } from '../systems/types.js';
+import type { DrainMeasurement } from './harness.js';
+import type { ResultRow } from './types.js';
+
+export class DrainCosts {
+  readonly rates = new RunsBySystem<SystemId>();
+  readonly cpu = new RunsBySystem<SystemId>();
+  readonly wal = new RunsBySystem<SystemId>();
+
+  add(id: SystemId, result: DrainMeasurement): void {
+    this.rates.add(id, result.drainRate);
+    if (Number.isFinite(result.serverCpuMicrosPerMessage)) {
+      this.cpu.add(id, result.serverCpuMicrosPerMessage);
+    }
+    this.wal.add(id, result.walBytesPerMessage);
+  }
+
+  /** The rate row labelled `label`, then "PostgreSQL CPU" and "WAL" rows for the same runs. */
+  rows(scenario: string, label: string, absent?: ResultRow['absent']): ResultRow[] {
+    return [
+      {
+        scenario,
+        label,
+        unit: 'msg/s',
+        better: 'higher',
+        values: this.rates.measurements(),
+        absent,
+      },
+      {
+        scenario,
+        label: 'same: PostgreSQL CPU (all server processes) per delivered message',
+        unit: 'µs',
+        better: 'lower',
+        values: this.cpu.measurements(),
+        absent,
+      },
+      {
+        scenario,
+        label: 'same: WAL written per delivered message',
+        unit: 'bytes',
+        better: 'lower',
+        values: this.wal.measurements(),
+        absent,
+      },
+    ];
+  }
+}
