@@ -49,9 +49,10 @@ describe('the app killed right after its transaction commits', () => {
       });
       const exit = await writer.exited;
       expect(exit.signal, writer.stderr()).toBe('SIGKILL');
-      const { rows } = await database.pool.query('SELECT state FROM seed.all_messages WHERE key = $1', [
-        key,
-      ]);
+      const { rows } = await database.pool.query(
+        'SELECT state FROM seed.all_messages WHERE key = $1',
+        [key],
+      );
       expect(rows).toEqual([{ state: 'pending' }]);
 
       const restarted = startScript(APP, { ...env, APP_MODE: 'serve' });
