@@ -48,7 +48,7 @@ describe('README "The short version"', () => {
       await import('./fixtures/readme/ten-lines.js');
       expect(setup.sent).toHaveLength(1);
       expect(setup.sent[0]).toMatchObject({ kind: 'email', payload: { to: [setup.address] } });
-      const { rows } = await database.pool.query('SELECT state FROM outbox.messages');
+      const { rows } = await database.pool.query('SELECT state FROM outbox.all_messages');
       expect(rows).toEqual([{ state: 'delivered' }]);
     } finally {
       await setup.pool.end();

@@ -33,7 +33,7 @@ async function rowCounts() {
   const { rows } = await database.pool.query(`
     SELECT (SELECT count(*)::int FROM app.users) AS users,
            (SELECT count(*)::int FROM app.orders) AS orders,
-           (SELECT count(*)::int FROM outbox.messages) AS messages,
+           (SELECT count(*)::int FROM outbox.all_messages) AS messages,
            (SELECT count(*)::int FROM app.idempotency_keys) AS idempotency_keys`);
   return rows[0] as { users: number; orders: number; messages: number; idempotency_keys: number };
 }
@@ -68,7 +68,7 @@ describe.each(['neon-ws', 'neon-http'] as const)('reference service through %s',
     const body = await response.json();
     expect(body.user).toMatchObject({ email, name: 'Ada' });
     const { rows } = await database.pool.query(
-      'SELECT kind, payload FROM outbox.messages WHERE key = $1',
+      'SELECT kind, payload FROM outbox.all_messages WHERE key = $1',
       [body.messageKeys[0]],
     );
     expect(rows[0]).toMatchObject({ kind: 'email', payload: { to: [email] } });
@@ -162,7 +162,7 @@ describe.each(['neon-ws', 'neon-http'] as const)('reference service through %s',
     const body = await order.json();
     expect(body.order.totalCents).toBe(3250);
     const { rows } = await database.pool.query(
-      'SELECT kind, payload, ordering_key FROM outbox.messages WHERE key = ANY($1::uuid[]) ORDER BY id',
+      'SELECT kind, payload, ordering_key FROM outbox.all_messages WHERE key = ANY($1::uuid[]) ORDER BY id',
       [body.messageKeys],
     );
     expect(rows.map((row) => row.kind)).toContain('email');

@@ -54,7 +54,7 @@ async function rowCounts(): Promise<Counts> {
            (SELECT count(*)::int FROM app.orders) AS orders,
            (SELECT count(*)::int FROM app.order_items) AS items,
            (SELECT count(*)::int FROM app.webhook_endpoints) AS endpoints,
-           (SELECT count(*)::int FROM outbox.messages) AS messages,
+           (SELECT count(*)::int FROM outbox.all_messages) AS messages,
            (SELECT count(*)::int FROM app.idempotency_keys) AS keys,
            (SELECT coalesce(sum(skip_count), 0)::int FROM app.webhook_endpoints) AS skips`);
   return rows[0] as Counts;
@@ -279,7 +279,7 @@ describe('what callers send reaches the receiver byte for byte', () => {
         expect(report.delivered).toBe(keys.length);
 
         const webhooks = await database.pool.query<{ key: string; endpoint: string }>(
-          `SELECT key::text, payload->>'endpointId' AS endpoint FROM outbox.messages
+          `SELECT key::text, payload->>'endpointId' AS endpoint FROM outbox.all_messages
            WHERE key = ANY($1::uuid[]) AND kind = 'webhook' ORDER BY id`,
           [keys],
         );

@@ -38,7 +38,7 @@ async function rowCounts() {
            (SELECT count(*)::int FROM app.orders) AS orders,
            (SELECT count(*)::int FROM app.order_items) AS order_items,
            (SELECT count(*)::int FROM app.webhook_endpoints) AS endpoints,
-           (SELECT count(*)::int FROM outbox.messages) AS messages,
+           (SELECT count(*)::int FROM outbox.all_messages) AS messages,
            (SELECT count(*)::int FROM app.idempotency_keys) AS idempotency_keys`);
   return rows[0] as Record<
     'users' | 'orders' | 'order_items' | 'endpoints' | 'messages' | 'idempotency_keys',
@@ -164,7 +164,7 @@ describe.each(['neon-ws', 'neon-http'] as const)('security findings through %s',
           }),
         ]);
         const queued = await database.pool.query(
-          `SELECT count(*)::int AS n FROM outbox.messages WHERE payload->>'endpointId' = $1`,
+          `SELECT count(*)::int AS n FROM outbox.all_messages WHERE payload->>'endpointId' = $1`,
           [badId],
         );
         expect(queued.rows[0].n).toBe(0);
