@@ -111,13 +111,20 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     tests: [DEADLINE_TEST],
   },
   {
-    name: 'release keeps the lease',
+    name: 'release keeps the row claimed under its lease',
     row: 9,
     edits: [
       {
         file: STATEMENTS,
-        find: "WHEN o.outcome IN ('retry', 'release') THEN o.due_at",
-        replace: "WHEN o.outcome IN ('retry') THEN o.due_at",
+        find: "WHEN 'dead' THEN 'dead'\n            ELSE 'pending' END,",
+        replace:
+          "WHEN 'dead' THEN 'dead'\n            WHEN 'release' THEN 'claimed'\n            ELSE 'pending' END,",
+      },
+      {
+        file: STATEMENTS,
+        find: 'claim_token = NULL,\n          claimed_at = NULL,\n          lease_expires_at = NULL,',
+        replace:
+          "claim_token = CASE WHEN o.outcome = 'release' THEN m.claim_token END,\n          claimed_at = CASE WHEN o.outcome = 'release' THEN m.claimed_at END,\n          lease_expires_at = CASE WHEN o.outcome = 'release' THEN m.lease_expires_at END,",
       },
     ],
     tests: [DEADLINE_TEST],
@@ -204,8 +211,14 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: STATEMENTS,
-        find: /(ORDER BY delivered_at, id\s+)LIMIT \$2/,
-        replace: '$1LIMIT greatest($$2, 1000000)',
+        find: 'LIMIT $2\n          FOR UPDATE SKIP LOCKED)\n        RETURNING m.id\n      ),\n      moved AS',
+        replace:
+          'LIMIT 1000000\n          FOR UPDATE SKIP LOCKED)\n        RETURNING m.id\n      ),\n      moved AS',
+      },
+      {
+        file: STATEMENTS,
+        find: 'LIMIT greatest(0, $2 - (SELECT count(*) FROM kept))',
+        replace: 'LIMIT 1000000',
       },
     ],
     tests: [
