@@ -111,20 +111,14 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     tests: [DEADLINE_TEST],
   },
   {
-    name: 'release keeps the row claimed under its lease',
+    name: 'release postpones the row instead of leaving it due now',
     row: 9,
     edits: [
       {
         file: STATEMENTS,
-        find: "WHEN 'dead' THEN 'dead'\n            ELSE 'pending' END,",
+        find: "WHEN o.outcome IN ('retry', 'release') THEN o.due_at",
         replace:
-          "WHEN 'dead' THEN 'dead'\n            WHEN 'release' THEN 'claimed'\n            ELSE 'pending' END,",
-      },
-      {
-        file: STATEMENTS,
-        find: 'claim_token = NULL,\n          claimed_at = NULL,\n          lease_expires_at = NULL,',
-        replace:
-          "claim_token = CASE WHEN o.outcome = 'release' THEN m.claim_token END,\n          claimed_at = CASE WHEN o.outcome = 'release' THEN m.claimed_at END,\n          lease_expires_at = CASE WHEN o.outcome = 'release' THEN m.lease_expires_at END,",
+          "WHEN o.outcome = 'retry' THEN o.due_at WHEN o.outcome = 'release' THEN o.due_at + interval '1 hour'",
       },
     ],
     tests: [DEADLINE_TEST],
@@ -218,7 +212,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
       {
         file: STATEMENTS,
         find: 'LIMIT greatest(0, $2 - (SELECT count(*) FROM kept))',
-        replace: 'LIMIT 1000000',
+        replace: 'LIMIT greatest(1000000, $2 - (SELECT count(*) FROM kept))',
       },
     ],
     tests: [
