@@ -150,7 +150,10 @@ export async function runNamedTests(
     '-t',
     pattern,
     '--reporter=json',
-    `--outputFile=${output}`,
+    // The default reporter too, so the log shows what made vitest fail when every test passed
+    // (an unhandled error after a test), which the JSON report does not carry.
+    '--reporter=default',
+    `--outputFile.json=${output}`,
     ...(options.testTimeoutMs ? [`--testTimeout=${options.testTimeoutMs}`] : []),
   ];
   const startedAt = Date.now();
