@@ -12,6 +12,7 @@ import { useTestDatabase } from '../support/database.js';
 import { fakeClock, recordingSender } from '../support/drain-fixtures.js';
 import { useDriver } from '../support/drivers.js';
 import { waitFor } from '../support/wait-for.js';
+import { post } from './json-request.js';
 
 const database = useTestDatabase();
 const outbox = createOutbox();
@@ -20,14 +21,6 @@ const ADMIN_TOKEN = 'admin-token-for-tests';
 beforeAll(async () => {
   await migrate(pgExecutor(database.pool), { schema: 'app', migrations: appMigrations });
 });
-
-function post(body: unknown, headers: Record<string, string> = {}) {
-  return {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  };
-}
 
 async function rowCounts() {
   const { rows } = await database.pool.query(`

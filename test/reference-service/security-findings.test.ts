@@ -14,6 +14,7 @@ import { migrate } from '../../src/store/migrate.js';
 import { useTestDatabase } from '../support/database.js';
 import { fakeClock } from '../support/drain-fixtures.js';
 import { useDriver } from '../support/drivers.js';
+import { post } from './json-request.js';
 
 const database = useTestDatabase();
 const outbox = createOutbox();
@@ -23,14 +24,6 @@ const operator = { authorization: `Bearer ${ADMIN_TOKEN}` };
 beforeAll(async () => {
   await migrate(pgExecutor(database.pool), { schema: 'app', migrations: appMigrations });
 });
-
-function post(body: unknown, headers: Record<string, string> = {}) {
-  return {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  };
-}
 
 async function rowCounts() {
   const { rows } = await database.pool.query(`
