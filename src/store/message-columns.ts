@@ -1,0 +1,14 @@
+/**
+ * The columns a claim hands to the drain, and that lists show operators. A claimed row shows its
+ * lease expiry as its due time: when it may next be claimed, as the state machine says.
+ */
+export const MESSAGE_COLUMNS = `m.id, m.key, m.kind, m.payload, m.ordering_key, m.dedupe_key, m.state,
+  m.attempts, m.max_attempts,
+  CASE WHEN m.state = 'claimed' THEN m.lease_expires_at ELSE m.due_at END AS due_at,
+  m.claimed_at, m.last_error, m.created_at, m.delivered_at, m.dead_at`;
+
+/** The same columns from delivered history (alias h), where every row is delivered. */
+export const DELIVERED_COLUMNS = `h.id, h.key, h.kind, h.payload, h.ordering_key,
+  NULL::text AS dedupe_key, 'delivered'::text AS state, h.attempts, h.max_attempts, h.due_at,
+  NULL::timestamptz AS claimed_at, h.last_error, h.created_at, h.delivered_at,
+  NULL::timestamptz AS dead_at`;

@@ -1,0 +1,179 @@
+/**
+ * The statements operators run through the store (admin API, dashboard, CLI): counts, keyset
+ * lists, one message by id or key, retry and discard. Delivered messages live in history
+ * (delivered_messages) once settled, so every read of a message looks in both tables.
+ */
+import { DELIVERED_COLUMNS, MESSAGE_COLUMNS } from './message-columns.js';
+
+export interface OperatorStatements {
+  readStats: string;
+  listPending: string;
+  listClaimed: string;
+  listDelivered: string;
+  listDead: string;
+  readDeliveryCounts: string;
+  listRecentErrors: string;
+  readMessage: string;
+  readMessageByKey: string;
+  retryDeadMessage: string;
+  retryAllDead: string;
+  discardMessage: string;
+}
+
+/** $1 kind or null, $2 cursor time, $3 cursor id, $4 limit: dead rows newest first. */
+function listDead(messages: string): string {
+  return `
+      SELECT ${MESSAGE_COLUMNS}
+      FROM ${messages} m
+      WHERE m.dead_at IS NOT NULL
+        AND ($1::text IS NULL OR m.kind = $1)
+        AND ($2::timestamptz IS NULL OR (m.dead_at, m.id) < ($2, $3::bigint))
+      ORDER BY m.dead_at DESC, m.id DESC
+      LIMIT $4`;
+}
+
+/**
+ * $1 kind or null, $2 cursor time, $3 cursor id, $4 limit: delivered messages newest first, from
+ * history and from the rows a dedupe key keeps in messages, each side read in order on its
+ * delivered_at index and merged.
+ */
+function listDelivered(messages: string, delivered: string): string {
+  return `
+      SELECT * FROM (
+        (SELECT ${MESSAGE_COLUMNS}
+         FROM ${messages} m
+         WHERE m.delivered_at IS NOT NULL
+           AND ($1::text IS NULL OR m.kind = $1)
+           AND ($2::timestamptz IS NULL OR (m.delivered_at, m.id) < ($2, $3::bigint))
+         ORDER BY m.delivered_at DESC, m.id DESC
+         LIMIT $4)
+        UNION ALL
+        (SELECT ${DELIVERED_COLUMNS}
+         FROM ${delivered} h
+         WHERE ($1::text IS NULL OR h.kind = $1)
+           AND ($2::timestamptz IS NULL OR (h.delivered_at, h.id) < ($2, $3::bigint))
+         ORDER BY h.delivered_at DESC, h.id DESC
+         LIMIT $4)
+      ) u
+      ORDER BY u.delivered_at DESC, u.id DESC
+      LIMIT $4`;
+}
+
+export function operatorStatements(quotedSchema: string): OperatorStatements {
+  const messages = `${quotedSchema}.messages`;
+  const delivered = `${quotedSchema}.delivered_messages`;
+  return {
+    /**
+     * $1 now. Counts per state in one statement. `claimed` counts live leases; a claimed row
+     * whose lease has passed is due again and counts as due. Lag is the age of the oldest message
+     * that is due now and not held by a live lease: how far behind the drains are. Delivered
+     * counts history too.
+     */
+    readStats: `
+      SELECT
+        count(*) FILTER (WHERE state = 'pending') AS pending,
+        count(*) FILTER (WHERE state = 'pending' AND due_at <= $1) AS due,
+        count(*) FILTER (WHERE state = 'claimed' AND lease_expires_at > $1) AS claimed,
+        count(*) FILTER (WHERE state = 'claimed' AND lease_expires_at <= $1) AS lease_expired,
+        count(*) FILTER (WHERE state = 'delivered')
+          + (SELECT count(*) FROM ${delivered}) AS delivered,
+        count(*) FILTER (WHERE state = 'dead') AS dead,
+        min(CASE WHEN state = 'claimed' THEN lease_expires_at ELSE due_at END) FILTER (
+          WHERE (state = 'pending' AND due_at <= $1)
+            OR (state = 'claimed' AND lease_expires_at <= $1)) AS oldest_due_at
+      FROM ${messages}`,
+
+    /**
+     * $1 kind or null, $2 cursor due_at, $3 cursor id, $4 limit.
+     * Keyset pagination in the order the claim uses, on the claimable index.
+     */
+    listPending: `
+      SELECT ${MESSAGE_COLUMNS}
+      FROM ${messages} m
+      WHERE m.delivered_at IS NULL AND m.dead_at IS NULL AND m.state = 'pending'
+        AND ($1::text IS NULL OR m.kind = $1)
+        AND ($2::timestamptz IS NULL OR (m.due_at, m.id) > ($2, $3::bigint))
+      ORDER BY m.due_at, m.id
+      LIMIT $4`,
+
+    /**
+     * $1 kind or null, $2 cursor lease expiry, $3 cursor id, $4 limit. Claimed rows by lease
+     * expiry (their due time as records show it); few at any moment, so no index of their own.
+     */
+    listClaimed: `
+      SELECT ${MESSAGE_COLUMNS}
+      FROM ${messages} m
+      WHERE m.state = 'claimed'
+        AND ($1::text IS NULL OR m.kind = $1)
+        AND ($2::timestamptz IS NULL OR (m.lease_expires_at, m.id) > ($2, $3::bigint))
+      ORDER BY m.lease_expires_at, m.id
+      LIMIT $4`,
+
+    listDelivered: listDelivered(messages, delivered),
+    listDead: listDead(messages),
+
+    /** $1 since. Outcomes per minute, all kinds together, for metrics and the dashboard chart. */
+    readDeliveryCounts: `
+      SELECT minute, sum(delivered)::int AS delivered, sum(failed)::int AS failed,
+        sum(dead)::int AS dead
+      FROM ${quotedSchema}.delivery_counts
+      WHERE minute >= $1
+      GROUP BY minute
+      ORDER BY minute`,
+
+    /**
+     * $1 limit. The latest failures an operator should see: dead rows and pending rows that have
+     * failed at least once, newest first.
+     */
+    listRecentErrors: `
+      SELECT ${MESSAGE_COLUMNS}
+      FROM ${messages} m
+      WHERE m.last_error IS NOT NULL AND m.state IN ('pending', 'dead')
+      ORDER BY coalesce(m.dead_at, m.due_at) DESC, m.id DESC
+      LIMIT $1`,
+
+    /** $1 id. In messages or, once delivered, in history (never both: settle moves it). */
+    readMessage: `
+      SELECT ${MESSAGE_COLUMNS} FROM ${messages} m WHERE m.id = $1
+      UNION ALL
+      SELECT ${DELIVERED_COLUMNS} FROM ${delivered} h WHERE h.id = $1`,
+
+    /**
+     * $1 key (a uuid). Operators arrive with the key from a receiver's log; messages_key_unique
+     * and delivered_messages_key_unique.
+     */
+    readMessageByKey: `
+      SELECT ${MESSAGE_COLUMNS} FROM ${messages} m WHERE m.key = $1::uuid
+      UNION ALL
+      SELECT ${DELIVERED_COLUMNS} FROM ${delivered} h WHERE h.key = $1::uuid`,
+
+    /**
+     * $1 id, $2 now. Dead -> pending with a fresh set of attempts; the row keeps its key, so a
+     * receiver that did get an earlier send still drops the duplicate.
+     */
+    retryDeadMessage: `
+      UPDATE ${messages} SET state = 'pending', attempts = 0, due_at = $2, dead_at = NULL
+      WHERE id = $1 AND state = 'dead'
+      RETURNING id`,
+
+    /** $1 now, $2 kind or null. */
+    retryAllDead: `
+      UPDATE ${messages} SET state = 'pending', attempts = 0, due_at = $1, dead_at = NULL
+      WHERE state = 'dead' AND ($2::text IS NULL OR kind = $2)
+      RETURNING id`,
+
+    /**
+     * $1 id. Deletes a message that is not mid-delivery, from messages or from history. A
+     * claimed row is refused: its drain may be sending it right now, and deleting it would turn
+     * that send's settle stale.
+     */
+    discardMessage: `
+      WITH live AS (
+        DELETE FROM ${messages} WHERE id = $1 AND state <> 'claimed' RETURNING id, state
+      ),
+      archived AS (
+        DELETE FROM ${delivered} WHERE id = $1 RETURNING id, 'delivered'::text AS state
+      )
+      SELECT id, state FROM live UNION ALL SELECT id, state FROM archived`,
+  };
+}
