@@ -25,6 +25,11 @@ export interface DrainRequest {
   budgetMs: number;
   /** Most subrequests: SQL round trips, sends and what senders report (Workers: left in this invocation). */
   subrequestBudget?: number;
+  /**
+   * Ms left, read before every step (Lambda's remaining time): the deadline itself, where
+   * `budgetMs` then only sizes the send timeout and round-trip reserve.
+   */
+  timeLeftMs?: () => number;
 }
 
 /** Runs a bounded drain with fixed senders: what the kick, admin and schedules call. */
@@ -60,7 +65,7 @@ export interface DrainerOptions {
  */
 export function createDrainer(options: DrainerOptions): Drainer {
   const clock = options.clock ?? options.defaults?.clock ?? systemClock;
-  return ({ keys, maxMessages, budgetMs, subrequestBudget }) =>
+  return ({ keys, maxMessages, budgetMs, subrequestBudget, timeLeftMs }) =>
     drainOnce({
       ...options.defaults,
       store: options.store,
@@ -71,6 +76,7 @@ export function createDrainer(options: DrainerOptions): Drainer {
       maxMessages,
       subrequestBudget: subrequestBudget ?? options.defaults?.subrequestBudget,
       ...budgetedTimeouts(budgetMs, clock, options.defaults),
+      ...(timeLeftMs ? { deadline: timeLeftMs } : {}),
     });
 }
 
@@ -121,7 +127,7 @@ export interface ScheduledRunResult {
 
 /**
  * One scheduled invocation's work: a bounded drain of every kind `setup` has a sender for,
- * and the purge when it is due. The Workers and Lambda kits and the Node schedule all run this.
+ * and the purge when it is due. The Workers and Lambda kits run this.
  */
 export async function runScheduledDrain(
   setup: DrainerOptions,
@@ -130,15 +136,10 @@ export async function runScheduledDrain(
   const clock = setup.clock ?? setup.defaults?.clock ?? systemClock;
   const result: ScheduledRunResult = {};
   if (options.purge !== 'instead') {
-    result.drain = await drainOnce({
-      ...setup.defaults,
-      store: setup.store,
-      senders: setup.senders,
-      clock,
-      logger: setup.logger,
-      subrequestBudget: options.subrequestBudget ?? setup.defaults?.subrequestBudget,
-      ...budgetedTimeouts(Math.max(options.budgetMs, MIN_DRAIN_BUDGET_MS), clock, setup.defaults),
-      ...(options.timeLeftMs ? { deadline: options.timeLeftMs } : {}),
+    result.drain = await createDrainer(setup)({
+      budgetMs: Math.max(options.budgetMs, MIN_DRAIN_BUDGET_MS),
+      subrequestBudget: options.subrequestBudget,
+      timeLeftMs: options.timeLeftMs,
     });
   }
   if (options.purge !== undefined) {

@@ -217,7 +217,12 @@ function secretSource(config: WebhookSenderConfig): SecretSource {
     }
     return count;
   };
-  if (typeof configured === 'number') lookupSubrequests({ url: '', body: null });
+  // A fixed count is checked now, at configuration; a function's answer when it is called.
+  if (typeof configured === 'number' && !(Number.isInteger(configured) && configured >= 0)) {
+    throw new ConfigurationError(
+      `webhook sender: secretLookupSubrequests must be a whole number >= 0, got ${configured}`,
+    );
+  }
   const lookup = checkedLookup(secretFor!);
   // Secrets by drain run, then by endpoint: a drain reads each endpoint's secret once (a batch
   // of webhooks to one endpoint costs one read), and the next drain sees a disabled endpoint.
