@@ -7,6 +7,7 @@ import {
 } from '../../core/errors.js';
 import { type Clock, systemClock } from '../../core/ports.js';
 import type { Sender } from '../../core/sender.js';
+import { readEnv } from '../../runtime/env.js';
 import {
   type Mailbox,
   MESSAGE_KEY_TAG,
@@ -150,10 +151,7 @@ function acceptedBySes(error: unknown): boolean {
 const AWS_REGION_PATTERN = /^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$/;
 
 export function sesConfigFromEnv(env: Readonly<Record<string, unknown>>): SesSenderConfig {
-  const read = (name: string): string | undefined => {
-    const value = env[name];
-    return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
-  };
+  const read = (name: string) => readEnv(env, name);
   // Lambda reserves AWS_REGION for the function's own region, which need not be where SES is
   // set up: OUTBOX_SES_REGION says where to send, and falls back to the runtime's region.
   const regionVariable = ['OUTBOX_SES_REGION', 'AWS_REGION', 'AWS_DEFAULT_REGION'].find(
