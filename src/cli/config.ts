@@ -27,6 +27,8 @@ export interface OutboxCliDrainConfig
     | 'backoff'
     | 'deadHeadBlocks'
     | 'prefetch'
+    | 'settleGroupSize'
+    | 'settleGroupMs'
   > {
   /** Rest between drains when one found nothing left (`--interval`). */
   intervalMs?: number;

@@ -61,10 +61,22 @@ export interface DrainOptions {
    */
   deadHeadBlocks?: boolean;
   /**
-   * Claim the next batch while the current one is sending, hiding the claim's round trip
-   * behind the sends. Default {@link DEFAULT_PREFETCH}.
+   * Claim ahead: start the next claim as soon as fewer rows wait than there are lanes
+   * (`concurrency`), so the claim's round trip hides behind the sends. Off, a claim starts only
+   * once every claimed row has been handed to a lane. Default {@link DEFAULT_PREFETCH}.
    */
   prefetch?: boolean;
+  /**
+   * Outcomes settle in groups: a group is written once it holds this many outcomes, or
+   * `settleGroupMs` after its first, one write at a time. Default {@link DEFAULT_SETTLE_GROUP_SIZE}.
+   */
+  settleGroupSize?: number;
+  /**
+   * The longest an outcome waits for its group to fill before it is written. Under a finite
+   * `subrequestBudget` groups are written by size only (and at the end), since every write is
+   * a subrequest taken from sends. Default {@link DEFAULT_SETTLE_GROUP_MS}.
+   */
+  settleGroupMs?: number;
   /** Claim only these message keys: the after-commit kick. */
   keys?: readonly string[];
   /** Stop claiming and sending; what is in flight finishes and everything is settled. */
@@ -89,6 +101,8 @@ export interface DrainReport {
   stale: number;
   /** Claim statements run. */
   batches: number;
+  /** Settle statements run (groups of outcomes written), retries included. */
+  settles: number;
   /** SQL statements run (claims and settles). */
   roundTrips: number;
   /** Sender calls made. */
@@ -124,12 +138,25 @@ export const DEFAULT_SEND_TIMEOUT_MS = 15_000;
 export const DEFAULT_ROUND_TRIP_RESERVE_MS = 2_000;
 
 /**
- * On by default: with 20 ms per SQL round trip (Neon HTTP from a distant Worker), prefetching
- * drained 1.86x faster at batch 25 and 1.67x at batch 100 with instant sends, and 1.27x and
- * 1.13x with 20 ms sends (docs/benchmarks.md, scenario 8). The cost is one claim that may come
- * back empty or be released at the deadline, and a second batch's leases held while it waits.
+ * On by default: with 20 ms per SQL round trip (Neon HTTP from a distant Worker), claiming ahead
+ * keeps the lanes fed while the claim is on the wire (docs/benchmarks.md, scenario 8). The cost
+ * is up to `concurrency` more rows under lease, waiting for a lane, and one claim that may come
+ * back empty.
  */
 export const DEFAULT_PREFETCH = true;
+
+/**
+ * 32 outcomes per settle at most before it is written: a few dozen rows make one cheap statement
+ * (one commit, one counter upsert for all of them), and a crash between a send and its settle
+ * leaves at most the sends in flight plus this many sent-but-unmarked messages to go out again.
+ */
+export const DEFAULT_SETTLE_GROUP_SIZE = 32;
+
+/**
+ * 5 ms: an outcome is written within a few milliseconds of its send even when sends are slow,
+ * so a crash leaves few sent-but-unmarked messages, while fast drains still fill whole groups.
+ */
+export const DEFAULT_SETTLE_GROUP_MS = 5;
 
 /** Largest batch and concurrency a drain accepts: beyond these a claim or a settle gets unwieldy. */
 export const MAX_BATCH_SIZE = 1000;
@@ -139,6 +166,8 @@ export const MAX_CONCURRENCY = 1000;
 export interface Settings {
   store: OutboxStore;
   prefetch: boolean;
+  settleGroupSize: number;
+  settleGroupMs: number;
   senders: SenderRegistry;
   kinds: string[];
   maxMessages: number;
@@ -163,6 +192,8 @@ export function resolveSettings(options: DrainOptions): Settings {
   const settings: Settings = {
     store: options.store,
     prefetch: options.prefetch ?? DEFAULT_PREFETCH,
+    settleGroupSize: options.settleGroupSize ?? DEFAULT_SETTLE_GROUP_SIZE,
+    settleGroupMs: options.settleGroupMs ?? DEFAULT_SETTLE_GROUP_MS,
     senders: options.senders,
     kinds,
     maxMessages: options.maxMessages ?? Number.POSITIVE_INFINITY,
@@ -182,6 +213,7 @@ export function resolveSettings(options: DrainOptions): Settings {
   for (const [name, max] of [
     ['batchSize', MAX_BATCH_SIZE],
     ['concurrency', MAX_CONCURRENCY],
+    ['settleGroupSize', MAX_BATCH_SIZE],
   ] as const) {
     const value = settings[name];
     if (!Number.isInteger(value) || value < 1 || value > max) {
@@ -191,17 +223,24 @@ export function resolveSettings(options: DrainOptions): Settings {
   for (const name of ['maxMessages', 'subrequestBudget'] as const) {
     if (!(settings[name] >= 0)) throw new ConfigurationError(`drainOnce: ${name} must be >= 0`);
   }
+  if (!Number.isFinite(settings.settleGroupMs) || settings.settleGroupMs < 0) {
+    throw new ConfigurationError('drainOnce: settleGroupMs must be a number of ms >= 0');
+  }
   for (const name of ['leaseMs', 'sendTimeoutMs', 'roundTripReserveMs'] as const) {
     const value = settings[name];
     if (!Number.isFinite(value) || value <= 0) {
       throw new ConfigurationError(`drainOnce: ${name} must be a positive number of ms`);
     }
   }
-  // The invariant that makes leases safe: a send that starts can finish and be settled
-  // before the lease runs out, so no other drain can claim a row while its send may run.
-  if (settings.sendTimeoutMs + settings.roundTripReserveMs >= settings.leaseMs) {
+  // The invariant that makes leases safe: a send that starts can finish, wait for its group
+  // and be settled before the lease runs out, so no other drain can claim a row while its send
+  // may run.
+  if (
+    settings.sendTimeoutMs + settings.settleGroupMs + settings.roundTripReserveMs >=
+    settings.leaseMs
+  ) {
     throw new ConfigurationError(
-      `drainOnce: leaseMs (${settings.leaseMs}) must exceed sendTimeoutMs (${settings.sendTimeoutMs}) plus roundTripReserveMs (${settings.roundTripReserveMs})`,
+      `drainOnce: leaseMs (${settings.leaseMs}) must exceed sendTimeoutMs (${settings.sendTimeoutMs}) plus settleGroupMs (${settings.settleGroupMs}) plus roundTripReserveMs (${settings.roundTripReserveMs})`,
     );
   }
   validateBackoff(settings.backoff);

@@ -1,45 +1,33 @@
+import { budgetLeft, type DrainRun, newRun, noteStop, type QueuedMessage } from './drain-run.js';
 import {
   type DrainOptions,
   type DrainReport,
   deadlineReader,
   resolveSettings,
-  type Settings,
   type StopReason,
 } from './drain-settings.js';
-import {
-  describeError,
-  isSubrequestBudgetError,
-  OutboxError,
-  SubrequestBudgetError,
-} from './errors.js';
-import type { ClaimedMessage, MessageRecord, SettleRequest } from './outbox-store.js';
-import type { Logger } from './ports.js';
-import { outcomeOf, sendWithTimeout } from './send-outcome.js';
+import { isSubrequestBudgetError, SubrequestBudgetError } from './errors.js';
+import type { MessageRecord } from './outbox-store.js';
+import { outcomeOf, SendTimeouts, sendWithTimeout } from './send-outcome.js';
 import type { SendContext } from './sender.js';
+import { SettleGroups } from './settle-groups.js';
 import { release, type Settlement } from './settlement.js';
 
-/** Attempts at writing a batch's outcomes before giving up (the lease then covers for us). */
-const SETTLE_TRIES = 5;
-
 /**
- * The wait before the second settle try, growing 4x per try (100 ms, 400 ms, 1.6 s, 6.4 s),
- * each cut to the time left before the deadline: a connection cut, a Neon reply lost or a
- * PostgreSQL restart passes in about a second, and a settle given up on means every sent
- * message of its batch goes out again after the lease.
- */
-const SETTLE_RETRY_WAIT_MS = 100;
-
-/**
- * Runs one bounded drain: claim due messages, send them, record every outcome, repeat until
- * nothing is due or the deadline or a budget says stop. Designed for a scheduled invocation:
- * no timers keep running after it returns, and it returns with every claimed row either
- * settled or released, so the next invocation never waits out a lease for work this one
- * abandoned.
+ * Runs one bounded drain: claim due messages, send them, record every outcome, until nothing is
+ * due or the deadline or a budget says stop. Designed for a scheduled invocation: no timers keep
+ * running after it returns, and it returns with every claimed row either settled or released,
+ * so the next invocation never waits out a lease for work this one abandoned.
+ *
+ * How it runs: `concurrency` lanes each take the next claimed row the moment they are free; the
+ * next claim starts while fewer rows wait than there are lanes (`prefetch`), one claim on the
+ * wire at a time; outcomes are written in small groups as sends finish (`settleGroupSize`,
+ * `settleGroupMs`), one write on the wire at a time. No lane waits for another lane's send.
  *
  * Guarantees: a message is sent only after a claim that committed, so two overlapping drains
  * never both send it while its lease lasts; every send starts only if it can finish (or time
- * out) and be settled before both the lease and the deadline; outcome writes carry the claim
- * token, so a late writer cannot overwrite a newer owner.
+ * out), wait for its group and be settled before both the lease and the deadline; outcome
+ * writes carry the claim token, so a late writer cannot overwrite a newer owner.
  *
  * @example
  * const report = await drainOnce({
@@ -53,125 +41,160 @@ export async function drainOnce(options: DrainOptions): Promise<DrainReport> {
   const settings = resolveSettings(options);
   const { clock, logger } = settings;
   const startedAt = clock.now().getTime();
-  const run: DrainRun = {
-    settings,
-    options,
-    timeLeftMs: deadlineReader(options.deadline, clock),
-    owedSettles: 0,
-    budgetRefused: false,
-    identity: Object.freeze({}),
-    report: {
-      claimed: 0,
-      delivered: 0,
-      retried: 0,
-      dead: 0,
-      released: 0,
-      stale: 0,
-      batches: 0,
-      roundTrips: 0,
-      sends: 0,
-      senderSubrequests: 0,
-      durationMs: 0,
-      stopReason: 'empty',
-    },
-  };
+  const run = newRun(settings, options, deadlineReader(options.deadline, clock));
   const { report } = run;
-
-  let prefetched: Promise<Batch> | undefined;
+  const timeouts = new SendTimeouts(settings.sendTimeoutMs);
+  const settles = new SettleGroups(run);
   try {
-    for (;;) {
-      let batch: Batch;
-      if (prefetched) {
-        batch = await prefetched;
-        prefetched = undefined;
-      } else {
-        const stop = reasonToStop(run);
-        if (stop) {
-          report.stopReason = stop;
-          break;
-        }
-        batch = await claimBatch(run);
-      }
-      if (batch.claimed.length === 0) {
-        if (batch.exhausted.length === 0) {
-          report.stopReason = 'empty';
-          break;
-        }
-        continue;
-      }
-      const sending = sendBatch(batch, run);
-      // A full batch suggests more is due: claim the next one while this one sends, so the
-      // claim's round trip hides behind the sends. A short batch means the queue is drained.
-      if (settings.prefetch && batch.claimed.length === batch.limit && !reasonToStop(run)) {
-        prefetched = claimBatch(run);
-        prefetched.catch(() => {}); // awaited next iteration; do not report it unhandled
-      }
-      await settleBatch(batch, await sending, run);
-      logger.debug('batch settled', { batch: report.batches, claimed: batch.claimed.length });
-    }
-  } catch (error) {
-    // Hand back a prefetched batch we will never send, so nobody waits out its lease.
-    if (prefetched) await releaseUnsent(prefetched, run);
-    throw error;
+    const lanes = Array.from({ length: settings.concurrency }, () => lane(run, timeouts, settles));
+    await Promise.all(lanes);
+  } finally {
+    timeouts.stop();
   }
-
+  await settles.finish();
   report.durationMs = clock.now().getTime() - startedAt;
+  report.stopReason = run.stopReason ?? 'empty';
+  if (run.failure) throw attachReport(run.failure.error, report);
   logger.info('drain finished', { ...report });
   return report;
 }
 
-/** The state one drain carries between claims, sends and settles. */
-interface DrainRun {
-  settings: Settings;
-  options: DrainOptions;
-  report: DrainReport;
-  timeLeftMs: () => number;
-  /** Settles still owed for claimed batches: budget reserved for them. */
-  owedSettles: number;
-  /** A sender asked for more than the budget had left: claim no more. */
-  budgetRefused: boolean;
-  /** What senders see as `context.run`: this run's identity and nothing of its state. */
-  identity: object;
+/** One lane: sends the next claimed row, records its outcome, until the drain is done. */
+async function lane(run: DrainRun, timeouts: SendTimeouts, settles: SettleGroups): Promise<void> {
+  const { settings } = run;
+  for (;;) {
+    const next = await nextToSend(run, settles);
+    if (!next) return;
+    const error = await sendWithTimeout(next.message, settings, sendContext(run), timeouts);
+    run.inFlight -= 1;
+    let settlement: Settlement;
+    if (isSubrequestBudgetError(error)) {
+      // Refused before the request was made: nothing went out, so no attempt is spent.
+      run.budgetRefused = true;
+      noteStop(run, 'budget');
+      settlement = release(settings.clock.now());
+    } else {
+      settlement = outcomeOf(next.message, error, settings);
+    }
+    settles.add({ id: next.message.id, claimToken: next.claimToken, settlement });
+    run.notify();
+  }
 }
 
-interface Batch {
-  claimToken: string;
-  claimedAt: Date;
-  /** Rows asked for: a batch that came back full suggests more is due. */
-  limit: number;
-  claimed: ClaimedMessage[];
-  exhausted: MessageRecord[];
+/**
+ * The next claimed row to send, counted as a send (and in flight) the moment it is taken, so
+ * the budget and the next claim see it at once; rows that may not be sent go back released.
+ * Claims more as the queue runs low. Undefined once nothing is queued, no claim is on the wire
+ * or worth making, and no send is left that could lead to one.
+ */
+async function nextToSend(
+  run: DrainRun,
+  settles: SettleGroups,
+): Promise<QueuedMessage | undefined> {
+  const { settings } = run;
+  for (;;) {
+    const next = run.queue.shift();
+    if (next) {
+      const why = reasonNotToSend(next, run);
+      if (why) {
+        noteStop(run, why);
+        const settlement = release(settings.clock.now());
+        settles.add({ id: next.message.id, claimToken: next.claimToken, settlement });
+        continue;
+      }
+      run.report.sends += 1;
+      run.inFlight += 1;
+    }
+    claimIfLow(run);
+    if (next) return next;
+    if (run.claiming === undefined && run.inFlight === 0) return undefined;
+    await run.changed;
+  }
 }
 
-/** Subrequests still free: spent ones and settles owed are taken. */
-function budgetLeft(run: DrainRun): number {
-  const { report } = run;
-  const spent = report.roundTrips + report.sends + report.senderSubrequests;
-  return run.settings.subrequestBudget - spent - run.owedSettles;
-}
-
-function reasonToStop(run: DrainRun): StopReason | undefined {
-  const { settings, report } = run;
-  if (run.options.signal?.aborted) return 'aborted';
-  // One claim, at least one send, one settle.
-  if (run.budgetRefused || settings.maxMessages - report.claimed <= 0 || budgetLeft(run) < 3)
-    return 'budget';
-  // A batch is worth claiming only if one send and both round trips fit.
-  if (run.timeLeftMs() < 2 * settings.roundTripReserveMs + settings.sendTimeoutMs)
-    return 'deadline';
+/**
+ * Why a claimed row goes back unsent, if it does: a send starts only if its full timeout, its
+ * group's wait and a settle fit before both its lease ends and the deadline, and the budget has
+ * room for it beside the settle still owed.
+ */
+function reasonNotToSend(next: QueuedMessage, run: DrainRun): StopReason | undefined {
+  const { settings, options } = run;
+  const now = settings.clock.now().getTime();
+  const room =
+    Math.min(run.timeLeftMs(), next.leaseEndsAt - now) -
+    settings.roundTripReserveMs -
+    settings.settleGroupMs;
+  if (options.signal?.aborted || run.failure) return 'aborted';
+  if (run.budgetRefused || budgetLeft(run) < 1) return 'budget';
+  if (room < settings.sendTimeoutMs) return 'deadline';
   return undefined;
 }
 
-async function claimBatch(run: DrainRun): Promise<Batch> {
+/** Starts a claim if the queue is low, none is on the wire, and one is worth making. */
+function claimIfLow(run: DrainRun): void {
+  const { settings } = run;
+  if (run.claiming || run.claimsOver) return;
+  const low = settings.prefetch ? run.queue.length < settings.concurrency : run.queue.length === 0;
+  if (!low) return;
+  // A short claim means nothing more was due then: claim once more only when all is idle (for
+  // work that came due meanwhile), and stop at the first claim that finds nothing.
+  if (!run.moreDue) {
+    if (!run.lastClaimFound) run.claimsOver = true;
+    if (!run.lastClaimFound || run.queue.length > 0 || run.inFlight > 0) return;
+  }
+  const stop = reasonNotToClaim(run);
+  if (stop) {
+    noteStop(run, stop);
+    run.claimsOver = true;
+    return;
+  }
+  run.claiming = claim(run).then(
+    () => {
+      run.claiming = undefined;
+      run.notify();
+    },
+    (error: unknown) => {
+      run.claiming = undefined;
+      run.failure ??= { error };
+      run.claimsOver = true;
+      run.notify();
+    },
+  );
+}
+
+function reasonNotToClaim(run: DrainRun): StopReason | undefined {
+  const { settings, report } = run;
+  if (run.options.signal?.aborted || run.failure) return 'aborted';
+  // Room for the claim itself, one send, and the settle it will owe unless one is owed already.
+  const settleToOwe = run.unsettled > 0 ? 0 : 1;
+  if (
+    run.budgetRefused ||
+    settings.maxMessages - report.claimed <= 0 ||
+    budgetLeft(run) - run.queue.length - settleToOwe < 2
+  )
+    return 'budget';
+  // A claim is worth making only if one send, its group's wait and both round trips fit.
+  const needed = 2 * settings.roundTripReserveMs + settings.settleGroupMs + settings.sendTimeoutMs;
+  if (run.timeLeftMs() < needed) return 'deadline';
+  return undefined;
+}
+
+async function claim(run: DrainRun): Promise<void> {
   const { settings, report } = run;
   const claimedAt = settings.clock.now();
   const claimToken = settings.newId();
   report.roundTrips += 1;
   report.batches += 1;
-  run.owedSettles += 1;
+  // Rows already queued have their sends taken from the budget before this claim's rows, and
+  // the settle this claim will owe (unless one is owed already) is kept free.
+  const settleToOwe = run.unsettled > 0 ? 0 : 1;
   const limit = Math.max(
     1,
-    Math.min(settings.batchSize, settings.maxMessages - report.claimed, budgetLeft(run)),
+    Math.min(
+      settings.batchSize,
+      settings.maxMessages - report.claimed,
+      budgetLeft(run) - run.queue.length - settleToOwe,
+    ),
   );
   const { claimed, exhausted } = await settings.store.claim({
     now: claimedAt,
@@ -182,75 +205,21 @@ async function claimBatch(run: DrainRun): Promise<Batch> {
     deadHeadBlocks: settings.deadHeadBlocks,
     kinds: settings.kinds,
   });
-  if (claimed.length === 0) run.owedSettles -= 1;
   report.claimed += claimed.length;
   report.dead += exhausted.length;
+  run.moreDue = claimed.length >= limit || exhausted.length > 0;
+  run.lastClaimFound = claimed.length > 0 || exhausted.length > 0;
+  run.unsettled += claimed.length;
+  const leaseEndsAt = claimedAt.getTime() + settings.leaseMs;
+  for (const message of claimed) run.queue.push({ message, claimToken, leaseEndsAt });
   for (const message of exhausted) {
     settings.logger.warn('message dead: attempts exhausted by crashed drains', logFields(message));
   }
-  return { claimToken, claimedAt, limit, claimed, exhausted };
-}
-
-/** Best effort on the way out of a failed drain: release a batch claimed but never sent. */
-async function releaseUnsent(batch: Promise<Batch>, run: DrainRun): Promise<void> {
-  try {
-    const unsent = await batch;
-    if (unsent.claimed.length === 0) return;
-    const now = run.settings.clock.now();
-    await settleBatch(
-      unsent,
-      unsent.claimed.map(() => release(now)),
-      run,
-    );
-  } catch {
-    // The lease covers us: another drain takes these rows once it passes.
-  }
-}
-
-/**
- * Sends a batch with at most `concurrency` in flight. A message is sent only if its full send
- * timeout plus a settle fits before both the lease ends and the deadline, and the budget has room
- * for it beside every settle still owed; otherwise (and after an abort) it is released unsent.
- */
-async function sendBatch(batch: Batch, run: DrainRun): Promise<Settlement[]> {
-  const { settings, report, options } = run;
-  const leaseEndsAt = batch.claimedAt.getTime() + settings.leaseMs;
-  const outcomes: Settlement[] = new Array(batch.claimed.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < batch.claimed.length) {
-      const index = next++;
-      const message = batch.claimed[index]!;
-      const now = settings.clock.now().getTime();
-      const room = Math.min(run.timeLeftMs(), leaseEndsAt - now) - settings.roundTripReserveMs;
-      if (
-        options.signal?.aborted ||
-        run.budgetRefused ||
-        room < settings.sendTimeoutMs ||
-        budgetLeft(run) < 1
-      ) {
-        outcomes[index] = release(settings.clock.now());
-        continue;
-      }
-      report.sends += 1;
-      const error = await sendWithTimeout(message, settings, sendContext(run));
-      if (isSubrequestBudgetError(error)) {
-        // Refused before the request was made: nothing went out, so no attempt is spent.
-        run.budgetRefused = true;
-        outcomes[index] = release(settings.clock.now());
-        continue;
-      }
-      outcomes[index] = outcomeOf(message, error, settings);
-    }
-  };
-  const workers = Math.min(settings.concurrency, batch.claimed.length);
-  await Promise.all(Array.from({ length: workers }, worker));
-  return outcomes;
 }
 
 /**
  * The budget as one send sees it: a request a sender reports is taken from what is free,
- * settles owed included, so a sender can never spend a settle's subrequest.
+ * the settle owed included, so a sender can never spend a settle's subrequest.
  */
 function sendContext(run: DrainRun): SendContext {
   return {
@@ -270,86 +239,13 @@ function sendContext(run: DrainRun): SendContext {
   };
 }
 
-/**
- * Records every outcome of a batch in one statement. A failed write is tried again while time
- * and budget allow; if it still fails, the rows keep their lease and another drain takes them
- * after it: sent ones go out again with the same key, which is what the key is for.
- */
-async function settleBatch(
-  batch: Pick<Batch, 'claimed' | 'claimToken'>,
-  outcomes: readonly Settlement[],
-  run: DrainRun,
-): Promise<void> {
-  const { settings, report } = run;
-  const requests: SettleRequest[] = batch.claimed.map((message, index) => ({
-    id: message.id,
-    claimToken: batch.claimToken,
-    settlement: outcomes[index]!,
-  }));
-  // The reserved round trip is spent by the first try; further tries need free budget.
-  run.owedSettles -= 1;
-  let lastError: unknown;
-  for (let tryNumber = 1; tryNumber <= SETTLE_TRIES; tryNumber++) {
-    if (tryNumber > 1) {
-      if (budgetLeft(run) < 1) break;
-      const room = run.timeLeftMs() - settings.roundTripReserveMs;
-      if (room <= 0) break;
-      await pause(Math.min(SETTLE_RETRY_WAIT_MS * 4 ** (tryNumber - 2), room));
-    }
-    report.roundTrips += 1;
-    try {
-      const { stale } = await settings.store.settle(requests, settings.clock.now());
-      tally(requests, new Set(stale), report, settings.logger);
-      return;
-    } catch (error) {
-      lastError = error;
-      settings.logger.warn('settle failed', { tryNumber, error: describeError(error) });
-    }
-  }
-  throw Object.assign(
-    new OutboxError(
-      'OUTBOX_DATABASE',
-      `could not record the outcomes of ${requests.length} messages; their leases will expire and another drain will take them`,
-      { cause: lastError },
-    ),
-    { report },
-  );
+/** The report travels with a drain's failure, so a caller sees what was done before it. */
+function attachReport(error: unknown, report: DrainReport): unknown {
+  if (typeof error === 'object' && error !== null) Object.assign(error, { report });
+  return error;
 }
 
-function pause(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function tally(
-  requests: readonly SettleRequest[],
-  stale: ReadonlySet<string>,
-  report: DrainReport,
-  logger: Logger,
-): void {
-  for (const { id, settlement } of requests) {
-    if (stale.has(id)) {
-      report.stale += 1;
-      logger.warn('stale settle: another drain owns this message now', { id, settlement });
-      continue;
-    }
-    switch (settlement.outcome) {
-      case 'delivered':
-        report.delivered += 1;
-        break;
-      case 'retry':
-        report.retried += 1;
-        break;
-      case 'dead':
-        report.dead += 1;
-        break;
-      case 'release':
-        report.released += 1;
-        break;
-    }
-  }
-}
-
-function logFields(message: { id: string; key: string; kind: string; attempts: number }) {
+function logFields(message: MessageRecord) {
   return { id: message.id, key: message.key, kind: message.kind, attempts: message.attempts };
 }
 
@@ -360,6 +256,8 @@ export {
   DEFAULT_PREFETCH,
   DEFAULT_ROUND_TRIP_RESERVE_MS,
   DEFAULT_SEND_TIMEOUT_MS,
+  DEFAULT_SETTLE_GROUP_MS,
+  DEFAULT_SETTLE_GROUP_SIZE,
   type DrainOptions,
   type DrainReport,
   MAX_BATCH_SIZE,

@@ -72,6 +72,7 @@ describe('outbox drain (the process)', () => {
       released: 0,
       stale: 0,
       batches: 2,
+      settles: 1,
       roundTrips: 3,
       sends: 2,
       senderSubrequests: 0,

@@ -25,6 +25,7 @@ function report(stopReason: StopReason, delivered = 1): DrainReport {
     released: 0,
     stale: 0,
     batches: 1,
+    settles: 1,
     roundTrips: 2,
     sends: delivered,
     senderSubrequests: 0,

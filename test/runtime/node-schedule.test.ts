@@ -13,6 +13,7 @@ function reportStopping(stopReason: StopReason): DrainReport {
     released: 0,
     stale: 0,
     batches: 1,
+    settles: 1,
     roundTrips: 2,
     sends: 1,
     senderSubrequests: 0,

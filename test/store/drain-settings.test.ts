@@ -4,7 +4,7 @@
  * its lease ends, or another drain could claim the row while the send still runs.
  */
 import { describe, expect, it } from 'vitest';
-import { drainOnce } from '../../src/core/drain.js';
+import { DEFAULT_SETTLE_GROUP_MS, drainOnce } from '../../src/core/drain.js';
 import { isOutboxError } from '../../src/core/errors.js';
 import { useTestDatabase } from '../support/database.js';
 import { freshOutbox, recordingSender } from '../support/drain-fixtures.js';
@@ -32,11 +32,12 @@ describe('drain settings', () => {
     const [message] = (await store.list({ state: 'pending' })).messages;
     expect(message).toMatchObject({ key, attempts: 0 });
 
-    // One millisecond more and the same settings are safe.
+    // With room for a send, its group's wait and a settle (and the claim's own round trip, which
+    // the lease also covers), the same settings are safe.
     const report = await drainOnce({
       store,
       senders: { 'test.kind': sender.send },
-      leaseMs: 1001,
+      leaseMs: 800 + DEFAULT_SETTLE_GROUP_MS + 200 + 100,
       sendTimeoutMs: 800,
       roundTripReserveMs: 200,
     });

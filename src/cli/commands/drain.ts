@@ -57,6 +57,8 @@ const DRAIN_CONFIG_FIELDS: ReadonlySet<string> = new Set<keyof OutboxCliDrainCon
   'backoff',
   'deadHeadBlocks',
   'prefetch',
+  'settleGroupSize',
+  'settleGroupMs',
   'intervalMs',
   'budgetMs',
 ]);

@@ -1,0 +1,113 @@
+/**
+ * The state one drain carries between its claims, lanes and settle groups, and the budget
+ * arithmetic they share.
+ */
+import type { DrainOptions, DrainReport, Settings, StopReason } from './drain-settings.js';
+import type { ClaimedMessage } from './outbox-store.js';
+
+/** A claimed row waiting for a lane, with what proves and bounds its ownership. */
+export interface QueuedMessage {
+  message: ClaimedMessage;
+  claimToken: string;
+  /** When its lease runs out (ms since the epoch, on the drain's clock). */
+  leaseEndsAt: number;
+}
+
+export interface DrainRun {
+  settings: Settings;
+  options: DrainOptions;
+  report: DrainReport;
+  timeLeftMs: () => number;
+  /** Claimed rows not yet handed to a lane, oldest claim first. */
+  queue: QueuedMessage[];
+  /** Sends running right now. */
+  inFlight: number;
+  /** Claimed rows whose outcome has not yet gone into a settle write (queued, sending, waiting). */
+  unsettled: number;
+  /** The claim on the wire, if any: one at a time. */
+  claiming: Promise<void> | undefined;
+  /** The last claim came back full (or set rows aside): more is probably due. */
+  moreDue: boolean;
+  /** The last claim found anything at all: worth one more claim once everything is idle. */
+  lastClaimFound: boolean;
+  /** Claims are over for this drain: a stop reason held, or a failure. */
+  claimsOver: boolean;
+  /** A sender asked for more than the budget had left: claim no more. */
+  budgetRefused: boolean;
+  /** The first reason the drain saw to stop; 'empty' when it ran out of work. */
+  stopReason: StopReason | undefined;
+  /** A claim or settle that failed for good: the drain sends no more and rethrows it. */
+  failure: { error: unknown } | undefined;
+  /** What senders see as `context.run`: this run's identity and nothing of its state. */
+  identity: object;
+  /** Resolves the next time a claim lands or a send ends; lanes with nothing to do wait on it. */
+  changed: Promise<void>;
+  notify: () => void;
+}
+
+export function newRun(
+  settings: Settings,
+  options: DrainOptions,
+  timeLeftMs: () => number,
+): DrainRun {
+  const run: DrainRun = {
+    settings,
+    options,
+    timeLeftMs,
+    queue: [],
+    inFlight: 0,
+    unsettled: 0,
+    claiming: undefined,
+    moreDue: true,
+    lastClaimFound: false,
+    claimsOver: false,
+    budgetRefused: false,
+    stopReason: undefined,
+    failure: undefined,
+    identity: Object.freeze({}),
+    changed: Promise.resolve(),
+    notify: () => {},
+    report: {
+      claimed: 0,
+      delivered: 0,
+      retried: 0,
+      dead: 0,
+      released: 0,
+      stale: 0,
+      batches: 0,
+      settles: 0,
+      roundTrips: 0,
+      sends: 0,
+      senderSubrequests: 0,
+      durationMs: 0,
+      stopReason: 'empty',
+    },
+  };
+  renewChanged(run);
+  return run;
+}
+
+function renewChanged(run: DrainRun): void {
+  run.changed = new Promise<void>((resolve) => {
+    run.notify = () => {
+      renewChanged(run);
+      resolve();
+    };
+  });
+}
+
+/**
+ * Subrequests still free: spent ones are taken, and so is one settle while any claimed row
+ * (or a claim on the wire) still waits for one: the last write of a drain is always paid for.
+ */
+export function budgetLeft(run: DrainRun): number {
+  const { report } = run;
+  const spent = report.roundTrips + report.sends + report.senderSubrequests;
+  const owedSettle = run.unsettled > 0 || run.claiming !== undefined ? 1 : 0;
+  return run.settings.subrequestBudget - spent - owedSettle;
+}
+
+/** Records why the drain stops, keeping the first reason seen. */
+export function noteStop(run: DrainRun, reason: StopReason): void {
+  run.stopReason ??= reason;
+}
