@@ -50,7 +50,13 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
   {
     name: 'skip the deadline check before a send',
     row: 5,
-    edits: [{ file: DRAIN, find: '        room < settings.sendTimeoutMs ||\n', replace: '' }],
+    edits: [
+      {
+        file: DRAIN,
+        find: "  if (room < settings.sendTimeoutMs) return 'deadline';\n",
+        replace: '',
+      },
+    ],
     tests: [DEADLINE_TEST],
   },
   {
@@ -59,7 +65,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: SEND,
-        find: 'return await Promise.race([sent, timedOut]);',
+        find: 'return await Promise.race([sent, timing.timedOut]);',
         replace: 'return await sent;',
       },
     ],
@@ -72,7 +78,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: 'src/core/drain-settings.ts',
-        find: 'if (settings.sendTimeoutMs + settings.roundTripReserveMs >= settings.leaseMs) {',
+        find: 'if (sendAndSettleMs >= settings.leaseMs) {',
         replace: 'if (false) {',
       },
     ],
@@ -110,8 +116,8 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: DRAIN,
-        find: '        options.signal?.aborted ||\n        run.budgetRefused ||',
-        replace: '        run.budgetRefused ||',
+        find: 'if (options.signal?.aborted || run.failure) return',
+        replace: 'if (run.failure) return',
       },
     ],
     tests: [
@@ -124,14 +130,14 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: DRAIN,
-        find: '        room < settings.sendTimeoutMs ||\n        budgetLeft(run) < 1\n',
-        replace: '        room < settings.sendTimeoutMs\n',
+        find: 'if (run.budgetRefused || budgetLeft(run) < 1) return',
+        replace: 'if (run.budgetRefused) return',
       },
     ],
     tests: [
       {
         file: BUDGET_TEST_FILE,
-        name: 'stays within a budget of 20 sending one at a time while the next batch is claimed ahead',
+        name: "does not start a send the budget cannot pay for once senders' own requests have eaten it",
         driver: 'node-pg',
       },
     ],
@@ -142,8 +148,8 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: DRAIN,
-        find: 'settings.maxMessages - report.claimed, budgetLeft(run))',
-        replace: 'settings.maxMessages - report.claimed)',
+        find: '      budgetLeft(run) - run.queue.length - settleToOwe,\n',
+        replace: '',
       },
     ],
     tests: [

@@ -235,10 +235,9 @@ export function resolveSettings(options: DrainOptions): Settings {
   // The invariant that makes leases safe: a send that starts can finish, wait for its group
   // and be settled before the lease runs out, so no other drain can claim a row while its send
   // may run.
-  if (
-    settings.sendTimeoutMs + settings.settleGroupMs + settings.roundTripReserveMs >=
-    settings.leaseMs
-  ) {
+  const sendAndSettleMs =
+    settings.sendTimeoutMs + settings.settleGroupMs + settings.roundTripReserveMs;
+  if (sendAndSettleMs >= settings.leaseMs) {
     throw new ConfigurationError(
       `drainOnce: leaseMs (${settings.leaseMs}) must exceed sendTimeoutMs (${settings.sendTimeoutMs}) plus settleGroupMs (${settings.settleGroupMs}) plus roundTripReserveMs (${settings.roundTripReserveMs})`,
     );

@@ -53,4 +53,29 @@ describe.each(DRIVER_NAMES)('the subrequest budget, through %s', (driverName) =>
     expect(report).toMatchObject({ claimed: 8, delivered: 8, released: 0, stopReason: 'budget' });
     expect((await store.stats(new Date())).pending).toBe(92);
   });
+  it("does not start a send the budget cannot pay for once senders' own requests have eaten it", async () => {
+    const { outbox } = await freshOutbox(driver);
+    await outbox.enqueue(driver.db, messages(30));
+    const counted = countingExecutor(driver.db);
+    let invoked = 0;
+    let spent = 0;
+    const report = await drainOnce({
+      store: outbox.store(counted),
+      senders: {
+        // Each send first fetches a token: two requests of its own, reported before they are made.
+        'test.kind': async (_message, _signal, context) => {
+          invoked += 1;
+          context?.spend(2, 'token fetch');
+          spent += 2;
+        },
+      },
+      subrequestBudget: 20,
+      batchSize: 10,
+      concurrency: 1,
+    });
+    // Ten rows claimed while the budget looked like ten sends; at three requests each only six fit.
+    expect(counted.statements + invoked + spent).toBeLessThanOrEqual(20);
+    expect(report).toMatchObject({ claimed: 10, delivered: 6, released: 4, stopReason: 'budget' });
+    expect(report.sends).toBe(invoked);
+  });
 });
