@@ -32,6 +32,10 @@ export interface DrainRun {
   lastClaimFound: boolean;
   /** Claims are over for this drain: a stop reason held, or a failure. */
   claimsOver: boolean;
+  /** How long the last claim took, ms: the time the queue must last while the next one runs. */
+  claimMs: number;
+  /** A moving average of how long a send takes, ms. */
+  sendMs: number;
   /** A sender asked for more than the budget had left: claim no more. */
   budgetRefused: boolean;
   /** The first reason the drain saw to stop; 'empty' when it ran out of work. */
@@ -61,6 +65,8 @@ export function newRun(
     moreDue: true,
     lastClaimFound: false,
     claimsOver: false,
+    claimMs: 0,
+    sendMs: 0,
     budgetRefused: false,
     stopReason: undefined,
     failure: undefined,
@@ -110,4 +116,24 @@ export function budgetLeft(run: DrainRun): number {
 /** Records why the drain stops, keeping the first reason seen. */
 export function noteStop(run: DrainRun, reason: StopReason): void {
   run.stopReason ??= reason;
+}
+
+/** How much the newest send counts in the moving average of send times. */
+const SEND_TIME_WEIGHT = 0.2;
+
+export function noteSendTime(run: DrainRun, ms: number): void {
+  run.sendMs = run.sendMs === 0 ? ms : run.sendMs + SEND_TIME_WEIGHT * (ms - run.sendMs);
+}
+
+/**
+ * Claim ahead when fewer rows wait than the lanes will take while a claim is on the wire: one
+ * per lane, plus what the lanes get through in one claim's time at the current send time.
+ * Slow sends and a near database need little; fast sends or a far database (Neon HTTP from
+ * another region) need up to a batch. Never more than a batch beyond the lanes.
+ */
+export function lowWater(run: DrainRun): number {
+  const { concurrency, batchSize } = run.settings;
+  if (run.sendMs === 0) return concurrency;
+  const duringClaim = Math.ceil((concurrency * run.claimMs) / Math.max(run.sendMs, 0.01));
+  return concurrency + Math.min(batchSize, duringClaim);
 }

@@ -61,9 +61,10 @@ export interface DrainOptions {
    */
   deadHeadBlocks?: boolean;
   /**
-   * Claim ahead: start the next claim as soon as fewer rows wait than there are lanes
-   * (`concurrency`), so the claim's round trip hides behind the sends. Off, a claim starts only
-   * once every claimed row has been handed to a lane. Default {@link DEFAULT_PREFETCH}.
+   * Claim ahead: start the next claim while rows still wait for lanes (one per lane, plus as
+   * many as the lanes send in one claim's round trip, at most a batch more), so the claim's
+   * round trip hides behind the sends. Off, a claim starts only once every claimed row has been
+   * handed to a lane. Default {@link DEFAULT_PREFETCH}.
    */
   prefetch?: boolean;
   /**

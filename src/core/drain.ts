@@ -1,4 +1,12 @@
-import { budgetLeft, type DrainRun, newRun, noteStop, type QueuedMessage } from './drain-run.js';
+import {
+  budgetLeft,
+  type DrainRun,
+  lowWater,
+  newRun,
+  noteSendTime,
+  noteStop,
+  type QueuedMessage,
+} from './drain-run.js';
 import {
   type DrainOptions,
   type DrainReport,
@@ -65,7 +73,9 @@ async function lane(run: DrainRun, timeouts: SendTimeouts, settles: SettleGroups
   for (;;) {
     const next = await nextToSend(run, settles);
     if (!next) return;
+    const sendStartedAt = performance.now();
     const error = await sendWithTimeout(next.message, settings, sendContext(run), timeouts);
+    noteSendTime(run, performance.now() - sendStartedAt);
     run.inFlight -= 1;
     let settlement: Settlement;
     if (isSubrequestBudgetError(error)) {
@@ -134,7 +144,7 @@ function reasonNotToSend(next: QueuedMessage, run: DrainRun): StopReason | undef
 function claimIfLow(run: DrainRun): void {
   const { settings } = run;
   if (run.claiming || run.claimsOver) return;
-  const low = settings.prefetch ? run.queue.length < settings.concurrency : run.queue.length === 0;
+  const low = settings.prefetch ? run.queue.length < lowWater(run) : run.queue.length === 0;
   if (!low) return;
   // A short claim means nothing more was due then: claim once more only when all is idle (for
   // work that came due meanwhile), and stop at the first claim that finds nothing.
@@ -196,6 +206,7 @@ async function claim(run: DrainRun): Promise<void> {
       budgetLeft(run) - run.queue.length - settleToOwe,
     ),
   );
+  const startedAt = performance.now();
   const { claimed, exhausted } = await settings.store.claim({
     now: claimedAt,
     claimToken,
@@ -205,6 +216,7 @@ async function claim(run: DrainRun): Promise<void> {
     deadHeadBlocks: settings.deadHeadBlocks,
     kinds: settings.kinds,
   });
+  run.claimMs = performance.now() - startedAt;
   report.claimed += claimed.length;
   report.dead += exhausted.length;
   run.moreDue = claimed.length >= limit || exhausted.length > 0;
