@@ -137,7 +137,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     tests: [
       {
         file: BUDGET_TEST_FILE,
-        name: "does not start a send the budget cannot pay for once senders' own requests have eaten it",
+        name: "does not start a send the budget cannot pay for once a sender's own requests have eaten it",
         driver: 'node-pg',
       },
     ],

@@ -53,7 +53,7 @@ describe.each(DRIVER_NAMES)('the subrequest budget, through %s', (driverName) =>
     expect(report).toMatchObject({ claimed: 8, delivered: 8, released: 0, stopReason: 'budget' });
     expect((await store.stats(new Date())).pending).toBe(92);
   });
-  it("does not start a send the budget cannot pay for once senders' own requests have eaten it", async () => {
+  it("does not start a send the budget cannot pay for once a sender's own requests have eaten it", async () => {
     const { outbox } = await freshOutbox(driver);
     await outbox.enqueue(driver.db, messages(30));
     const counted = countingExecutor(driver.db);
@@ -62,20 +62,26 @@ describe.each(DRIVER_NAMES)('the subrequest budget, through %s', (driverName) =>
     const report = await drainOnce({
       store: outbox.store(counted),
       senders: {
-        // Each send first fetches a token: two requests of its own, reported before they are made.
+        // The fifth send refreshes a token first: two requests of its own, reported before
+        // they are made, after the rows it now competes with were claimed.
         'test.kind': async (_message, _signal, context) => {
           invoked += 1;
-          context?.spend(2, 'token fetch');
-          spent += 2;
+          if (invoked === 5) {
+            context?.spend(2, 'token refresh');
+            spent += 2;
+          }
         },
       },
       subrequestBudget: 20,
       batchSize: 10,
       concurrency: 1,
     });
-    // Ten rows claimed while the budget looked like ten sends; at three requests each only six fit.
+    // Rows claimed before the refresh cannot all be paid for: the ones left over go back unsent
+    // instead of making a request beyond the budget.
     expect(counted.statements + invoked + spent).toBeLessThanOrEqual(20);
-    expect(report).toMatchObject({ claimed: 10, delivered: 6, released: 4, stopReason: 'budget' });
-    expect(report.sends).toBe(invoked);
+    expect(report).toMatchObject({ stopReason: 'budget', sends: invoked });
+    expect(report.delivered).toBeGreaterThanOrEqual(10);
+    expect(report.released).toBeGreaterThan(0);
+    expect(report.delivered + report.released).toBe(report.claimed);
   });
 });
