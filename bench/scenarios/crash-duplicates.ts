@@ -127,7 +127,7 @@ export const crashDuplicatesScenario: Scenario = {
       rows,
       details: { messages: MESSAGES, kills },
       notes: [
-        `9: the floor and pg-boss settle a whole batch at once, so a kill leaves up to a batch unmarked; outbox-relay's bound today is a batch plus the prefetched one.`,
+        `9: the floor and pg-boss settle a whole batch at once, so a kill leaves up to a batch unmarked; outbox-relay settles in groups as sends finish, so a kill leaves the sends in flight plus the outcomes not yet written (the group on the wire and the one filling behind it).`,
       ],
     };
   },

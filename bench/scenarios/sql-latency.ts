@@ -1,8 +1,9 @@
 /**
  * Scenario 8 (outbox-relay only): drain throughput when every SQL round trip takes 20 ms more,
  * as from a Worker to a Neon database in another region over HTTP. Each query of the drain
- * waits 20 ms before it runs. Measured with drainOnce's `prefetch` off and on (claim the next
- * batch while the current one sends), the setting this scenario was built to decide.
+ * waits 20 ms before it runs. Measured with drainOnce's `prefetch` off and on (claim ahead
+ * while rows still wait for lanes) at the default batch, and with prefetch on at batches of
+ * 25, 100, 250 and 500: the measurements the batch-size defaults come from.
  */
 
 import { drainOnce } from '../../src/core/drain.js';
@@ -22,7 +23,9 @@ import type { ResultRow, Scenario } from './types.js';
 
 export const SQL_LATENCY_MS = 20;
 const CONCURRENCY = 10;
-const BATCH_SIZES = [25, 100] as const;
+const BATCH_SIZES = [25, 100, 250, 500] as const;
+/** The batch prefetch off is measured at: the default. */
+const PREFETCH_OFF_BATCH = 25;
 
 /** Adds `delayMs` before every query: a far-away database as seen from the drain. */
 export function delayedExecutor(inner: SqlExecutor, delayMs: number): SqlExecutor {
@@ -70,12 +73,17 @@ export const sqlLatencyScenario: Scenario = {
     try {
       const senders = [
         { name: 'no-op send', send: noopSend },
-        { name: `${RECEIVER_DELAY_MS} ms receiver`, send: fetchSend(receiver.url) },
+        {
+          name: `${RECEIVER_DELAY_MS} ms receiver (ideal ${CONCURRENCY * (1000 / RECEIVER_DELAY_MS)} msg/s)`,
+          send: fetchSend(receiver.url),
+        },
       ];
       await context.warmUp(system);
       const variants = senders.flatMap((sender) =>
         BATCH_SIZES.flatMap((batchSize) =>
-          PREFETCH_SETTINGS.map((setting) => ({
+          PREFETCH_SETTINGS.filter(
+            (setting) => setting.prefetch || batchSize === PREFETCH_OFF_BATCH,
+          ).map((setting) => ({
             sender,
             batchSize,
             ...setting,
