@@ -88,8 +88,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
       },
       {
         file: STATEMENTS,
-        find: 'FROM o\n        WHERE m.id = o.id\n          AND m.claim_token = o.claim_token\n',
-        replace: 'FROM o\n        WHERE m.id = o.id\n',
+        find: 'FROM rest o\n        WHERE m.id = o.id\n          AND m.claim_token = o.claim_token\n',
+        replace: 'FROM rest o\n        WHERE m.id = o.id\n',
       },
     ],
     tests: [

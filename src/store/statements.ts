@@ -174,6 +174,12 @@ export function outboxStatements(quotedSchema: string): OutboxStatements {
           created_at, $6::timestamptz
         FROM moved
       ),
+      -- Outcomes the delete did not take: anything but a delivery, a delivered message with a
+      -- dedupe key, and stale ones. In a group of plain deliveries this is empty, so the update
+      -- below probes nothing.
+      rest AS (
+        SELECT * FROM o WHERE o.outcome <> 'delivered' OR o.id NOT IN (SELECT id FROM moved)
+      ),
       updated AS (
         UPDATE ${messages} m SET
           state = CASE o.outcome
@@ -188,7 +194,7 @@ export function outboxStatements(quotedSchema: string): OutboxStatements {
           delivered_at = CASE WHEN o.outcome = 'delivered' THEN $6::timestamptz END,
           dead_at = CASE WHEN o.outcome = 'dead' THEN $6::timestamptz END,
           last_error = CASE WHEN o.outcome IN ('retry', 'dead') THEN o.error ELSE m.last_error END
-        FROM o
+        FROM rest o
         WHERE m.id = o.id
           AND m.claim_token = o.claim_token
           AND m.state = 'claimed'
