@@ -1,4 +1,10 @@
-import { type DrainOptions, drainOnce, MAX_BATCH_SIZE, MAX_CONCURRENCY } from '../../core/drain.js';
+import {
+  DEFAULT_BATCH_SIZE,
+  type DrainOptions,
+  drainOnce,
+  MAX_BATCH_SIZE,
+  MAX_CONCURRENCY,
+} from '../../core/drain.js';
 import { isTransientDrainFailure, runDrainLoop } from '../../runtime/drain-loop.js';
 import { budgetedTimeouts, MIN_DRAIN_BUDGET_MS } from '../../runtime/drainer.js';
 import { describeFailure, ExitCode, isConnectionError, usageError } from '../cli-errors.js';
@@ -103,7 +109,7 @@ export const drainCommand = defineCommand({
     'batch-size': {
       type: 'string',
       placeholder: 'N',
-      description: `rows per claim, 1 to ${MAX_BATCH_SIZE} (default 25)`,
+      description: `rows per claim, 1 to ${MAX_BATCH_SIZE} (default ${DEFAULT_BATCH_SIZE})`,
     },
     concurrency: {
       type: 'string',
