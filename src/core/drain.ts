@@ -59,7 +59,7 @@ export async function drainOnce(options: DrainOptions): Promise<DrainReport> {
   } finally {
     timeouts.stop();
   }
-  await settles.finish();
+  await settles.writeAll();
   report.durationMs = clock.now().getTime() - startedAt;
   report.stopReason = run.stopReason ?? 'empty';
   if (run.failure) throw attachReport(run.failure.error, report);
@@ -115,7 +115,7 @@ async function nextToSend(
       run.report.sends += 1;
       run.inFlight += 1;
     }
-    claimIfLow(run);
+    claimIfLow(run, settles);
     if (next) return next;
     if (run.claiming === undefined && run.inFlight === 0) return undefined;
     await run.changed;
@@ -141,14 +141,16 @@ function reasonNotToSend(next: QueuedMessage, run: DrainRun): StopReason | undef
 }
 
 /** Starts a claim if the queue is low, none is on the wire, and one is worth making. */
-function claimIfLow(run: DrainRun): void {
+function claimIfLow(run: DrainRun, settles: SettleGroups): void {
   const { settings } = run;
   if (run.claiming || run.claimsOver) return;
   const low = settings.prefetch ? run.queue.length < lowWater(run) : run.queue.length === 0;
   if (!low) return;
   // A short claim means nothing more was due then: claim once more only when all is idle (for
-  // work that came due meanwhile), and stop at the first claim that finds nothing.
-  if (!run.moreDue) {
+  // work that came due meanwhile, such as the next message of an ordering key whose head was
+  // just sent), and stop at the first claim that finds nothing.
+  const idle = !run.moreDue;
+  if (idle) {
     if (!run.lastClaimFound) run.claimsOver = true;
     if (!run.lastClaimFound || run.queue.length > 0 || run.inFlight > 0) return;
   }
@@ -158,7 +160,10 @@ function claimIfLow(run: DrainRun): void {
     run.claimsOver = true;
     return;
   }
-  run.claiming = claim(run).then(
+  // Before the idle claim, write the outcomes still waiting: an ordering key's next message
+  // becomes claimable only once its head's delivery is recorded.
+  const claimed = idle ? settles.writeAll().then(() => claimUnlessStopped(run)) : claim(run);
+  run.claiming = claimed.then(
     () => {
       run.claiming = undefined;
       run.notify();
@@ -170,6 +175,17 @@ function claimIfLow(run: DrainRun): void {
       run.notify();
     },
   );
+}
+
+/** A claim after a wait: the budget or a failure may have changed meanwhile. */
+async function claimUnlessStopped(run: DrainRun): Promise<void> {
+  const stop = reasonNotToClaim(run);
+  if (stop) {
+    noteStop(run, stop);
+    run.claimsOver = true;
+    return;
+  }
+  await claim(run);
 }
 
 function reasonNotToClaim(run: DrainRun): StopReason | undefined {

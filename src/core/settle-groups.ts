@@ -39,8 +39,11 @@ export class SettleGroups {
     this.#consider();
   }
 
-  /** Writes everything still waiting and resolves once no write is on the wire. */
-  async finish(): Promise<void> {
+  /**
+   * Writes everything still waiting, now, and resolves once no write is on the wire. Outcomes
+   * added later are grouped as before.
+   */
+  async writeAll(): Promise<void> {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     for (;;) {

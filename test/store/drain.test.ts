@@ -346,6 +346,19 @@ describe.each(DRIVER_NAMES)('drainOnce through %s', (driverName) => {
     expect(sender.delivered).toEqual([next]);
   });
 
+  it('delivers a whole ordering key in one drain, each message once its head is recorded', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    const keys = await outbox.enqueue(
+      driver.db,
+      messages(3, () => ({ orderingKey: 'account-7' })),
+    );
+    const sender = recordingSender();
+    // The kick names all three, as a request that wrote them would.
+    const report = await drainOnce({ store, senders: { 'test.kind': sender.send }, keys });
+    expect(report).toMatchObject({ delivered: 3, stopReason: 'empty' });
+    expect(sender.delivered).toEqual(keys);
+  });
+
   it('claims only the given keys for an after-commit kick', async () => {
     const { outbox, store } = await freshOutbox(driver);
     const keys = await outbox.enqueue(driver.db, messages(5));
