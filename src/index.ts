@@ -59,6 +59,7 @@ export {
   type Statement,
   silentLogger,
   systemClock,
+  timeOrderedId,
 } from './core/ports.js';
 export {
   DEFAULT_KEEP_DEAD_MS,
