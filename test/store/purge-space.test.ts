@@ -43,10 +43,12 @@ describe.each(DRIVER_NAMES)('purge space through %s', (driverName) => {
     };
     const sizes: number[] = [];
     for (let i = 0; i < 6; i++) sizes.push(await cycle());
-    // Without the vacuum every cycle adds its rows' size again (cycle 6 is about 3x cycle 2).
-    // With it, freed heap pages are refilled; index pages freed by one vacuum are recycled only
-    // after the next, so the sizes level off from the second cycle.
-    expect(sizes[5]).toBeLessThanOrEqual(sizes[1]! * 1.2);
+    // Without the vacuum every cycle adds its rows' size again: cycle 6 is about 2.6x cycle 2.
+    // With it, freed heap pages are refilled and index pages freed by one vacuum are recycled
+    // after the next, so the sizes level off from the second cycle (within 10% here when alone).
+    // A vacuum cannot free rows a concurrent snapshot may still see (other test files share the
+    // server), which can put off the reuse by a cycle: hence the room.
+    expect(sizes[5]).toBeLessThan(sizes[1]! * 1.8);
   });
 
   it('a purge that deleted nothing runs no VACUUM', async () => {
