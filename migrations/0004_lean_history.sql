@@ -1,7 +1,8 @@
 -- Cheaper delivered history and table upkeep (docs/benchmarks.md, "The hot path, measured" and
 -- scenario 7). Runs inside a PL/pgSQL block (src/store/migrate.ts): plain DDL only, no dollar
--- quotes. Builds one BRIN index over delivered_messages (a single pass over its heap) while
--- holding a SHARE lock on it, so settles wait for that pass.
+-- quotes. Holds an ACCESS EXCLUSIVE lock on delivered_messages (its primary key and key index
+-- are dropped) while it builds two indexes there, one pass over history each: settles that
+-- deliver wait until it commits. messages and delivery_counts only get storage parameters.
 
 -- 1. History by id through a BRIN index instead of a primary key. Every settle appended one
 -- entry to each of three btrees here, about 72 bytes of WAL each (pg_walinspect over a 5,000
