@@ -71,9 +71,10 @@ export const EXACT_HISTORY_COUNT_LIMIT = 10_000;
  * one row past it), otherwise PostgreSQL's live-row statistic for the table: rows inserted minus
  * rows deleted, as the server's statistics saw them. Those lag commits: a session hands its
  * counts over when it goes idle, at most once a second (PostgreSQL 15+ may hold them for 10 to
- * 60 s while the session stays busy). After a crash or a statistics reset that statistic is zero until autovacuum analyzes the
- * table, so the estimate falls back to pg_class.reltuples (as of the last VACUUM or ANALYZE).
- * Either way it is never below the limit, since the capped count found more.
+ * 60 s while the session stays busy). After a crash or a statistics reset that statistic is
+ * zero until autovacuum analyzes the table, so the estimate falls back to pg_class.reltuples
+ * (as of the last VACUUM or ANALYZE). Either way it is never below the limit, since the capped
+ * count found more.
  */
 function historyCount(delivered: string): string {
   return `
