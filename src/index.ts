@@ -61,6 +61,7 @@ export {
   type Statement,
   silentLogger,
   systemClock,
+  timeOrderedId,
 } from './core/ports.js';
 export {
   DEFAULT_KEEP_DEAD_MS,

@@ -10,9 +10,9 @@ import {
 import {
   type BatchSqlExecutor,
   type IdGenerator,
-  randomId,
   type SqlExecutor,
   type Statement,
+  timeOrderedId,
 } from './core/ports.js';
 import { UNIQUE_VIOLATION, violates } from './drivers/postgres-errors.js';
 import { emailPayloadValidator } from './senders/ses/email-payload.js';
@@ -36,7 +36,10 @@ export interface OutboxOptions {
    * (`true` for none). Listing a built-in kind replaces its check with yours.
    */
   kinds?: Record<string, PayloadValidator | true>;
-  /** Makes message keys; default random UUID v4. */
+  /**
+   * Makes message keys; default {@link timeOrderedId} (UUID v7: keys made later sort later, so
+   * key indexes grow at their right edge). A key given to enqueue may be any UUID.
+   */
   newId?: IdGenerator;
 }
 
@@ -92,7 +95,7 @@ export interface Outbox {
 export function createOutbox(options: OutboxOptions = {}): Outbox {
   const schema = options.schema ?? DEFAULT_SCHEMA;
   const statements = outboxStatements(quoteSchema(schema));
-  const newId = options.newId ?? randomId;
+  const newId = options.newId ?? timeOrderedId;
   const kinds = new Map<string, PayloadValidator | undefined>(Object.entries(BUILT_IN_KINDS));
   for (const [kind, validator] of Object.entries(options.kinds ?? {})) {
     if (!isValidKindName(kind)) {

@@ -218,8 +218,10 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
   }
 
   /**
-   * Deletes finished rows in bounded statements, oldest first, so the hot table stays small.
-   * Run it from the schedule (`purgeOnce`); it never touches pending or claimed rows.
+   * Deletes finished rows in bounded statements, oldest first, so the hot table stays small,
+   * then, if it deleted any, vacuums both tables so the freed space is reused at once. Run it
+   * from the schedule (`purgeOnce`) on an executor outside any transaction block (VACUUM cannot
+   * run inside one); it never touches pending or claimed rows.
    */
   async purge(request: PurgeRequest): Promise<PurgeReport> {
     const batchSize = request.batchSize ?? DEFAULT_PURGE_BATCH;
@@ -238,18 +240,22 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
       },
       { olderThanMs: request.deadOlderThanMs, text: this.sql.purgeDead, field: 'deadDeleted' },
     ];
-    for (const pass of passes) {
+    deleting: for (const pass of passes) {
       if (pass.olderThanMs === undefined) continue;
       const cutoff = new Date(request.now.getTime() - pass.olderThanMs);
       for (;;) {
         const room = limit - report.deliveredDeleted - report.deadDeleted;
-        if (room <= 0) return report;
+        if (room <= 0) break deleting;
         const take = Math.min(batchSize, room);
         const result = await this.db.query(pass.text, [cutoff, take]);
         report.statements += 1;
         report[pass.field] += result.rowCount;
         if (result.rowCount < take) break;
       }
+    }
+    if (report.deliveredDeleted + report.deadDeleted > 0) {
+      await this.db.query(this.sql.reclaimPurgedSpace);
+      report.statements += 1;
     }
     return report;
   }

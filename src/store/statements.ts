@@ -16,6 +16,7 @@ export interface DrainStatements {
   purgeDelivered: string;
   purgeDead: string;
   purgeDeliveryCounts: string;
+  reclaimPurgedSpace: string;
 }
 
 /** Every statement of the store: the drain's and housekeeping's here, the operators' beside. */
@@ -251,5 +252,16 @@ export function outboxStatements(quotedSchema: string): OutboxStatements {
 
     /** $1 older than. Counters are small, but one row a minute per kind adds up over a year. */
     purgeDeliveryCounts: `DELETE FROM ${quotedSchema}.delivery_counts WHERE minute < $1`,
+
+    /**
+     * No parameters; run after a purge that deleted rows, outside any transaction block. Makes
+     * the space of rows deleted by settle (messages) and purge (both tables) reusable now,
+     * instead of at autovacuum's next wake-up (autovacuum_naptime, 60 s by default): until a
+     * vacuum, every enqueue and settle extends the files, and files never shrink back. Measured
+     * in docs/benchmarks.md, scenario 7. SKIP_LOCKED: a table that another vacuum (autovacuum,
+     * a concurrent purge) is working on is skipped rather than waited for. Only a table's owner
+     * may vacuum it; any other role gets a warning per table and nothing is done.
+     */
+    reclaimPurgedSpace: `VACUUM (SKIP_LOCKED) ${messages}, ${delivered}`,
   };
 }

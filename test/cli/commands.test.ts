@@ -4,6 +4,7 @@
  */
 import { Webhook } from 'standardwebhooks';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { migrations } from '../../src/store/migrations.generated.js';
 import { useTestDatabase } from '../support/database.js';
 import { waitFor } from '../support/wait-for.js';
 import { startWebhookReceiver } from '../support/webhook-receiver.js';
@@ -116,7 +117,10 @@ describe('migrate', () => {
     const first = await runOutboxInProcess(['migrate', '--json'], fresh);
     expect(first.code).toBe(0);
     const result = JSON.parse(first.stdout);
-    expect(result).toMatchObject({ schema: 'cli_fresh', applied: [1, 2, 3] });
+    expect(result).toMatchObject({
+      schema: 'cli_fresh',
+      applied: migrations.map((m) => m.version),
+    });
     expect(await runOutboxInProcess(['migrate'], fresh)).toEqual({
       code: 0,
       stdout: `schema cli_fresh is up to date (version ${result.version})\n`,

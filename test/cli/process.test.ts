@@ -4,6 +4,7 @@
  * Each spawn costs about a second, so fine-grained cases live in commands.test.ts.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
+import { migrations } from '../../src/store/migrations.generated.js';
 import { useTestDatabase } from '../support/database.js';
 import { insertMessageIn } from './message-rows.js';
 import { countRows, messageState, runOutbox, UNREACHABLE_DATABASE_URL } from './outbox-cli.js';
@@ -66,7 +67,10 @@ describe('outbox migrate (the process)', () => {
   it('creates the schema named by OUTBOX_SCHEMA', async () => {
     const result = await runOutbox(['migrate'], env({ OUTBOX_SCHEMA: 'cli_process' }));
     expect(result).toMatchObject({ code: 0, stderr: '' });
-    expect(result.stdout).toMatch(/^schema cli_process: applied 1, 2, 3; now at version \d+\n$/);
+    const versions = migrations.map((m) => m.version);
+    expect(result.stdout).toBe(
+      `schema cli_process: applied ${versions.join(', ')}; now at version ${versions.at(-1)}\n`,
+    );
     expect(await countRows(database.pool, 'cli_process')).toBe(0);
   });
 });
