@@ -73,6 +73,11 @@ async function killLane(driver: DriverName, random: () => number) {
         Array.from({ length: MESSAGES_PER_RUN }, (_, n) => ({
           kind: 'webhook',
           payload: { url: `${ledger.url}/${driver}`, body: { index, n } },
+          // A claim counts an attempt, and the oldest rows are claimed first by every run, so
+          // under a slow machine one message can be held by every killed run in turn. Enough
+          // attempts that all of them cannot set it aside (that is the poison-message rule,
+          // tested in test/store/drain.test.ts): here it must be delivered.
+          maxAttempts: RUNS_PER_DRIVER + 8,
         })),
       )),
     );
