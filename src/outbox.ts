@@ -41,6 +41,15 @@ export interface OutboxOptions {
    * key indexes grow at their right edge). A key given to enqueue may be any UUID.
    */
   newId?: IdGenerator;
+  /**
+   * Keep each delivered message in `delivered_messages` until purge: the dashboard's and
+   * `list --state delivered`'s history, find by key, and `stats().delivered`. Default true.
+   * false: a delivered message is only deleted at settle (the per-minute counters still count
+   * it), which saves the history row and its index entries on every delivery, about half the
+   * write-ahead log of a delivery (docs/benchmarks.md, scenario 1). Messages with a dedupe key
+   * stay as delivered rows until purge either way, so their key stays taken.
+   */
+  keepDelivered?: boolean;
 }
 
 /** What `enqueueStatement` hands back: one statement to run in your own transaction. */
@@ -142,7 +151,7 @@ export function createOutbox(options: OutboxOptions = {}): Outbox {
       }
     },
     enqueueStatement: build,
-    store: (db) => new PostgresOutboxStore(db, { schema }),
+    store: (db) => new PostgresOutboxStore(db, { schema, keepDelivered: options.keepDelivered }),
     migrate: (db) => migrate(db, { schema }),
   };
 }

@@ -8,6 +8,7 @@ import { rotated } from '../lib/order.js';
 import { noopSend } from '../lib/receiver.js';
 import { measurement, RunsBySystem } from '../lib/stats.js';
 import { SYSTEMS } from '../systems/index.js';
+import { outboxRelayNoHistorySystem } from '../systems/outbox-relay.js';
 import { SYSTEM_IDS, type SystemId } from '../systems/types.js';
 import { DrainCosts } from './drain-costs.js';
 import { measureDrain } from './harness.js';
@@ -28,6 +29,8 @@ export const noOpDrainScenario: Scenario = {
   async run(context) {
     const messages = scaled(context.config, 50_000, 1000);
     const drains = new DrainCosts();
+    // Ours without delivered history, beside the same runs of the peers.
+    const noHistory = new DrainCosts();
     const enqueues = new RunsBySystem<SystemId>();
     const worker: number[] = [];
     for (const id of SYSTEM_IDS) await context.warmUp(SYSTEMS[id]);
@@ -48,7 +51,20 @@ export const noOpDrainScenario: Scenario = {
         });
         drains.add(id, result);
         enqueues.add(id, result.enqueueRate);
+        if (id !== 'outbox-relay') noHistory.add(id, result);
       }
+      context.progress(
+        `1 no-op drain: ${outboxRelayNoHistorySystem.label}, ${messages.toLocaleString('en-US')} messages, run ${run}/${context.config.runs}`,
+      );
+      noHistory.add(
+        'outbox-relay',
+        await measureDrain(context, outboxRelayNoHistorySystem, {
+          messages,
+          batchSize: THROUGHPUT_BATCH,
+          concurrency: THROUGHPUT_CONCURRENCY,
+          send: noopSend,
+        }),
+      );
       context.progress(
         `1 no-op drain: ${SYSTEMS['pg-boss'].label} work() worker, ${WORKER_WINDOW_MS / 1000} s window, run ${run}/${context.config.runs}`,
       );
@@ -69,6 +85,10 @@ export const noOpDrainScenario: Scenario = {
       ...drains.rows(
         '1',
         `no-op drain of ${count} due (batch ${THROUGHPUT_BATCH}, ${THROUGHPUT_CONCURRENCY} in flight)`,
+      ),
+      ...noHistory.rows(
+        '1',
+        `same, outbox-relay with keepDelivered: false (no delivered history; peers' runs as above)`,
       ),
       {
         scenario: '1',

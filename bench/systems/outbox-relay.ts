@@ -9,7 +9,7 @@ import type { ClaimRequest } from '../../src/core/outbox-store.js';
 import type { SqlExecutor } from '../../src/core/ports.js';
 import { purgeOnce } from '../../src/core/purge.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
-import { createOutbox, type Outbox } from '../../src/outbox.js';
+import { createOutbox, type Outbox, type OutboxOptions } from '../../src/outbox.js';
 import { quoteSchema } from '../../src/store/schema-name.js';
 import { outboxStatements } from '../../src/store/statements.js';
 import { ownVersion } from '../lib/machine.js';
@@ -28,8 +28,8 @@ export const OUTBOX_SCHEMA = 'outbox';
 export const BENCH_KIND = 'bench.event';
 
 /** The outbox every outbox-relay case uses. */
-export function benchOutbox(): Outbox {
-  return createOutbox({ schema: OUTBOX_SCHEMA, kinds: { [BENCH_KIND]: true } });
+export function benchOutbox(options: Pick<OutboxOptions, 'keepDelivered'> = {}): Outbox {
+  return createOutbox({ schema: OUTBOX_SCHEMA, kinds: { [BENCH_KIND]: true }, ...options });
 }
 
 const messages = `${quoteSchema(OUTBOX_SCHEMA)}.messages`;
@@ -63,11 +63,29 @@ export const outboxRelaySystem: QueueSystem = {
 };
 
 /**
+ * outbox-relay with `keepDelivered: false`: a delivery deletes the row and writes no history.
+ * Same id, so it shares outbox-relay's migrated template; scenario 1 measures it beside the
+ * default to show what the history costs.
+ */
+export const outboxRelayNoHistorySystem: QueueSystem = {
+  ...outboxRelaySystem,
+  label: `${outboxRelaySystem.label} (keepDelivered: false)`,
+  async open(url) {
+    const pool = benchPool(url, 10);
+    return openOutboxHandle(pool, pgExecutor(pool), { keepDelivered: false });
+  },
+};
+
+/**
  * A handle over any executor, so a case can put a wrapper (added latency) between the drain
  * and the pool while setup and checks still go straight to the pool.
  */
-export function openOutboxHandle(pool: pg.Pool, executor: SqlExecutor): QueueHandle {
-  const outbox = benchOutbox();
+export function openOutboxHandle(
+  pool: pg.Pool,
+  executor: SqlExecutor,
+  options: Pick<OutboxOptions, 'keepDelivered'> = {},
+): QueueHandle {
+  const outbox = benchOutbox(options);
   const store = outbox.store(executor);
   const direct = pgExecutor(pool);
   return {

@@ -49,10 +49,12 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
 
   constructor(
     private readonly db: SqlExecutor,
-    options: { schema?: string } = {},
+    options: { schema?: string; keepDelivered?: boolean } = {},
   ) {
     this.schema = options.schema ?? DEFAULT_SCHEMA;
-    this.sql = outboxStatements(quoteSchema(this.schema));
+    this.sql = outboxStatements(quoteSchema(this.schema), {
+      keepDelivered: options.keepDelivered,
+    });
   }
 
   async claim(request: ClaimRequest): Promise<ClaimResult> {

@@ -43,7 +43,32 @@ function countOutcomes(quotedSchema: string, outcomes: string, now: string): str
           dead = c.dead + excluded.dead`;
 }
 
-export function outboxStatements(quotedSchema: string): OutboxStatements {
+/** The settle's step that appends the messages it deleted to delivered history. */
+function archiveMoved(delivered: string): string {
+  return `archived AS (
+        INSERT INTO ${delivered}
+          (id, key, kind, payload, ordering_key, attempts, max_attempts, due_at, last_error,
+           created_at, delivered_at)
+        SELECT id, key, kind, payload, ordering_key, attempts, max_attempts, due_at, last_error,
+          created_at, $6::timestamptz
+        FROM moved
+      ),`;
+}
+
+/** How the statements are built beyond the schema. */
+export interface StatementOptions {
+  /**
+   * Whether a delivered message is appended to delivered_messages at settle (the default) or
+   * only deleted. See `OutboxOptions.keepDelivered`.
+   */
+  keepDelivered?: boolean;
+}
+
+export function outboxStatements(
+  quotedSchema: string,
+  options: StatementOptions = {},
+): OutboxStatements {
+  const keepDelivered = options.keepDelivered ?? true;
   const messages = `${quotedSchema}.messages`;
   const delivered = `${quotedSchema}.delivered_messages`;
   return {
@@ -148,8 +173,9 @@ export function outboxStatements(quotedSchema: string): OutboxStatements {
      * 'release' hands back a row that was claimed but never sent: due now, attempt uncounted.
      *
      * A delivered message leaves the hot table here: deleted from messages (a small WAL record,
-     * no new row version, no index entries) and appended to delivered_messages. One with a
-     * dedupe key stays in messages as 'delivered' instead, so its key stays taken until purge.
+     * no new row version, no index entries) and appended to delivered_messages (unless the
+     * outbox keeps no delivered history). One with a dedupe key stays in messages as
+     * 'delivered' instead, so its key stays taken until purge.
      * The two writes touch disjoint rows of messages and read the same snapshot.
      */
     settleClaimedMessages: `
@@ -167,14 +193,7 @@ export function outboxStatements(quotedSchema: string): OutboxStatements {
         RETURNING m.id, m.key, m.kind, m.payload, m.ordering_key, m.attempts, m.max_attempts,
           m.due_at, m.last_error, m.created_at
       ),
-      archived AS (
-        INSERT INTO ${delivered}
-          (id, key, kind, payload, ordering_key, attempts, max_attempts, due_at, last_error,
-           created_at, delivered_at)
-        SELECT id, key, kind, payload, ordering_key, attempts, max_attempts, due_at, last_error,
-          created_at, $6::timestamptz
-        FROM moved
-      ),
+      ${keepDelivered ? archiveMoved(delivered) : ''}
       -- Outcomes the delete did not take: anything but a delivery, a delivered message with a
       -- dedupe key, and stale ones. In a group of plain deliveries this is empty, so the update
       -- below probes nothing.

@@ -1,7 +1,7 @@
 /** Fixtures for drain tests: a movable clock, seeded randomness, recording senders. */
 import type { Clock } from '../../src/core/ports.js';
 import type { OutboundMessage, Sender } from '../../src/core/sender.js';
-import { createOutbox, type Outbox } from '../../src/outbox.js';
+import { createOutbox, type Outbox, type OutboxOptions } from '../../src/outbox.js';
 import type { PostgresOutboxStore } from '../../src/store/postgres-store.js';
 import type { Driver } from './drivers.js';
 
@@ -88,10 +88,11 @@ let schemaCounter = 0;
 /** A freshly migrated outbox in its own schema, so tests in one database do not see each other. */
 export async function freshOutbox(
   driver: Driver,
+  options: Pick<OutboxOptions, 'keepDelivered'> = {},
 ): Promise<{ outbox: Outbox; store: PostgresOutboxStore; schema: string }> {
   schemaCounter += 1;
   const schema = `t_${driver.name.replace('-', '_')}_${schemaCounter}_${process.pid}`;
-  const outbox = createOutbox({ schema, kinds: { 'test.kind': true } });
+  const outbox = createOutbox({ schema, kinds: { 'test.kind': true }, ...options });
   await outbox.migrate(driver.db);
   return { outbox, store: outbox.store(driver.db), schema };
 }
