@@ -19,8 +19,11 @@ export interface LoadedConfig {
   path: string | undefined;
 }
 
-const CONFIG_FIELDS: Readonly<Record<keyof OutboxCliConfig, 'string' | 'object' | 'function'>> = {
+const CONFIG_FIELDS: Readonly<
+  Record<keyof OutboxCliConfig, 'string' | 'object' | 'function' | 'boolean'>
+> = {
   schema: 'string',
+  keepDelivered: 'boolean',
   kinds: 'object',
   senders: 'object',
   endpointSecret: 'function',

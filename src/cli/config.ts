@@ -60,6 +60,8 @@ export interface OutboxCliConfig {
   schema?: string;
   /** Your own kinds and their payload checks, as `createOutbox({ kinds })` takes them. */
   kinds?: OutboxOptions['kinds'];
+  /** As `createOutbox({ keepDelivered })`: set it as your app and functions do. Default true. */
+  keepDelivered?: boolean;
   /**
    * Senders by kind, replacing the environment-built one of the same kind (email from SES
    * variables, webhook from `OUTBOX_WEBHOOK_*`). A function is called once the database is

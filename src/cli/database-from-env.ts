@@ -35,6 +35,7 @@ export function outboxFromEnv(env: CliIo['env'], config: OutboxCliConfig = {}): 
   return createOutbox({
     schema,
     kinds: { email: emailPayloadValidator, webhook: webhookPayloadValidator, ...config.kinds },
+    keepDelivered: config.keepDelivered,
   });
 }
 

@@ -170,6 +170,25 @@ describe('outbox drain with outbox.config.ts', () => {
       [{ n: 1 }, 'from-env'],
     ]);
   });
+
+  it('keepDelivered: false in the config: its drain deletes delivered messages without history', async () => {
+    await writeFile(
+      join(dir, 'outbox.config.mjs'),
+      `export default { kinds: { 'audit.note': true }, keepDelivered: false, senders: { 'audit.note': async () => {} } };\n`,
+    );
+    const enqueued = await runOutboxInProcess(
+      ['enqueue', '--kind', 'audit.note', '--payload', '{"n":2}'],
+      { DATABASE_URL: database.url },
+      dir,
+    );
+    expect(enqueued.code).toBe(0);
+    const result = await runOutboxInProcess(['drain', '--once', '--json'], drainEnv(), dir);
+    expect(JSON.parse(result.stdout)).toMatchObject({ delivered: 1 });
+    const { rows } = await database.pool.query(
+      `SELECT count(*)::int AS n FROM outbox.all_messages WHERE kind = 'audit.note'`,
+    );
+    expect(rows[0].n).toBe(0);
+  });
 });
 
 describe('a config that cannot be used', () => {

@@ -42,13 +42,13 @@ describe.each(DRIVER_NAMES)('purge space through %s', (driverName) => {
       return tableBytes(schema);
     };
     const sizes: number[] = [];
-    for (let i = 0; i < 6; i++) sizes.push(await cycle());
-    // Without the vacuum every cycle adds its rows' size again: cycle 6 is about 2.6x cycle 2.
+    for (let i = 0; i < 10; i++) sizes.push(await cycle());
+    // Without the vacuum every cycle adds its rows' size again: cycle 10 is about 4x cycle 2.
     // With it, freed heap pages are refilled and index pages freed by one vacuum are recycled
-    // after the next, so the sizes level off from the second cycle (within 10% here when alone).
-    // A vacuum cannot free rows a concurrent snapshot may still see (other test files share the
-    // server), which can put off the reuse by a cycle: hence the room.
-    expect(sizes[5]).toBeLessThan(sizes[1]! * 1.8);
+    // after the next, so the sizes level off from the second cycle (within 10% here when alone,
+    // up to 1.9x on PostgreSQL 14 with the whole suite running: reuse can come a cycle or two
+    // late). Ten cycles keep the two cases far apart.
+    expect(sizes[9]).toBeLessThan(sizes[1]! * 3);
   });
 
   it('a purge that deleted nothing runs no VACUUM', async () => {
