@@ -87,10 +87,15 @@ export class SettleGroups {
     const group = this.#waiting;
     this.#waiting = [];
     this.#run.unsettled -= group.length;
-    this.#writing = writeGroup(group, this.#run).finally(() => {
-      this.#writing = undefined;
-      this.#consider();
-    });
+    this.#writing = writeGroup(group, this.#run)
+      .catch((error: unknown) => {
+        // Only a logger or clock that throws gets here: keep it for the drain to rethrow.
+        this.#run.failure ??= { error };
+      })
+      .finally(() => {
+        this.#writing = undefined;
+        this.#consider();
+      });
   }
 }
 
