@@ -81,6 +81,17 @@ export async function openDriver(
     executor = pgExecutor(pool);
   }
   const poolForTransactions = pool;
+  // end() resolves once the pool's clients are told to close, not once they have: the file's
+  // DROP DATABASE ... WITH (FORCE) right after can end a backend whose client is still closing,
+  // which then reports 57P01 through the pool. Nothing uses the pool by then; before close(),
+  // an error is real and stays unhandled.
+  let closing = false;
+  (pool as unknown as { on(event: 'error', listener: (error: Error) => void): void }).on(
+    'error',
+    (error) => {
+      if (!closing) throw error;
+    },
+  );
   return {
     name,
     proxyPort: proxy.port,
@@ -104,7 +115,10 @@ export async function openDriver(
         client.release();
       }
     },
-    close: () => poolForTransactions.end(),
+    close: () => {
+      closing = true;
+      return poolForTransactions.end();
+    },
   };
 }
 
