@@ -28,8 +28,8 @@ import { release, type Settlement } from './settlement.js';
  * so the next invocation never waits out a lease for work this one abandoned.
  *
  * How it runs: `concurrency` lanes each take the next claimed row the moment they are free; the
- * next claim starts while fewer rows wait than there are lanes (`prefetch`), one claim on the
- * wire at a time; outcomes are written in small groups as sends finish (`settleGroupSize`,
+ * next claim starts while fewer rows wait than the lanes will send during one claim's round
+ * trip (`prefetch`), one claim on the wire at a time; outcomes are written in small groups as sends finish (`settleGroupSize`,
  * `settleGroupMs`), one write on the wire at a time. No lane waits for another lane's send.
  *
  * Guarantees: a message is sent only after a claim that committed, so two overlapping drains

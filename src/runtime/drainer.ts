@@ -42,7 +42,7 @@ export interface DrainerOptions {
   senders: SenderRegistry;
   clock?: Clock;
   logger?: Logger;
-  /** Anything else for every drain (batch size, concurrency, backoff, prefetch). */
+  /** Anything else for every drain (batch size, concurrency, backoff, prefetch, settle groups). */
   defaults?: Partial<
     Omit<DrainOptions, 'store' | 'senders' | 'deadline' | 'keys' | 'maxMessages' | 'logger'>
   >;
