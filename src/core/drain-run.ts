@@ -44,9 +44,8 @@ export interface DrainRun {
   failure: { error: unknown } | undefined;
   /** What senders see as `context.run`: this run's identity and nothing of its state. */
   identity: object;
-  /** Resolves the next time a claim lands or a send ends; lanes with nothing to do wait on it. */
-  changed: Promise<void>;
-  notify: () => void;
+  /** Lanes with nothing to do, waiting for a claim to land or a send to end. */
+  waiting: (() => void)[];
 }
 
 export function newRun(
@@ -71,8 +70,7 @@ export function newRun(
     stopReason: undefined,
     failure: undefined,
     identity: Object.freeze({}),
-    changed: Promise.resolve(),
-    notify: () => {},
+    waiting: [],
     report: {
       claimed: 0,
       delivered: 0,
@@ -89,17 +87,20 @@ export function newRun(
       stopReason: 'empty',
     },
   };
-  renewChanged(run);
   return run;
 }
 
-function renewChanged(run: DrainRun): void {
-  run.changed = new Promise<void>((resolve) => {
-    run.notify = () => {
-      renewChanged(run);
-      resolve();
-    };
-  });
+/** Resolves the next time something changes: a claim lands, a send ends, a write fails. */
+export function changed(run: DrainRun): Promise<void> {
+  return new Promise((resolve) => run.waiting.push(resolve));
+}
+
+/** Wakes every waiting lane; costs nothing when none waits. */
+export function notify(run: DrainRun): void {
+  if (run.waiting.length === 0) return;
+  const waiting = run.waiting;
+  run.waiting = [];
+  for (const wake of waiting) wake();
 }
 
 /**

@@ -1,10 +1,12 @@
 import {
   budgetLeft,
+  changed,
   type DrainRun,
   lowWater,
   newRun,
   noteSendTime,
   noteStop,
+  notify,
   type QueuedMessage,
 } from './drain-run.js';
 import {
@@ -51,15 +53,18 @@ export async function drainOnce(options: DrainOptions): Promise<DrainReport> {
   const startedAt = clock.now().getTime();
   const run = newRun(settings, options, deadlineReader(options.deadline, clock));
   const { report } = run;
-  const timeouts = new SendTimeouts(settings.sendTimeoutMs);
-  const settles = new SettleGroups(run);
+  const shared: LaneShared = {
+    timeouts: new SendTimeouts(settings.sendTimeoutMs),
+    settles: new SettleGroups(run),
+    context: sendContext(run),
+  };
   try {
-    const lanes = Array.from({ length: settings.concurrency }, () => lane(run, timeouts, settles));
+    const lanes = Array.from({ length: settings.concurrency }, () => lane(run, shared));
     await Promise.all(lanes);
   } finally {
-    timeouts.stop();
+    shared.timeouts.stop();
   }
-  await settles.writeAll();
+  await shared.settles.writeAll();
   report.durationMs = clock.now().getTime() - startedAt;
   report.stopReason = run.stopReason ?? 'empty';
   if (run.failure) throw attachReport(run.failure.error, report);
@@ -67,14 +72,21 @@ export async function drainOnce(options: DrainOptions): Promise<DrainReport> {
   return report;
 }
 
+/** What every lane of one drain uses: one timer, one settle writer, one budget view. */
+interface LaneShared {
+  timeouts: SendTimeouts;
+  settles: SettleGroups;
+  context: SendContext;
+}
+
 /** One lane: sends the next claimed row, records its outcome, until the drain is done. */
-async function lane(run: DrainRun, timeouts: SendTimeouts, settles: SettleGroups): Promise<void> {
+async function lane(run: DrainRun, { timeouts, settles, context }: LaneShared): Promise<void> {
   const { settings } = run;
   for (;;) {
     const next = await nextToSend(run, settles);
     if (!next) return;
     const sendStartedAt = performance.now();
-    const error = await sendWithTimeout(next.message, settings, sendContext(run), timeouts);
+    const error = await sendWithTimeout(next.message, settings, context, timeouts);
     noteSendTime(run, performance.now() - sendStartedAt);
     run.inFlight -= 1;
     let settlement: Settlement;
@@ -87,7 +99,7 @@ async function lane(run: DrainRun, timeouts: SendTimeouts, settles: SettleGroups
       settlement = outcomeOf(next.message, error, settings);
     }
     settles.add({ id: next.message.id, claimToken: next.claimToken, settlement });
-    run.notify();
+    notify(run);
   }
 }
 
@@ -118,7 +130,7 @@ async function nextToSend(
     claimIfLow(run, settles);
     if (next) return next;
     if (run.claiming === undefined && run.inFlight === 0) return undefined;
-    await run.changed;
+    await changed(run);
   }
 }
 
@@ -154,38 +166,36 @@ function claimIfLow(run: DrainRun, settles: SettleGroups): void {
     if (!run.lastClaimFound) run.claimsOver = true;
     if (!run.lastClaimFound || run.queue.length > 0 || run.inFlight > 0) return;
   }
-  const stop = reasonNotToClaim(run);
-  if (stop) {
-    noteStop(run, stop);
-    run.claimsOver = true;
-    return;
-  }
+  if (claimsStopped(run)) return;
   // Before the idle claim, write the outcomes still waiting: an ordering key's next message
   // becomes claimable only once its head's delivery is recorded.
   const claimed = idle ? settles.writeAll().then(() => claimUnlessStopped(run)) : claim(run);
   run.claiming = claimed.then(
     () => {
       run.claiming = undefined;
-      run.notify();
+      notify(run);
     },
     (error: unknown) => {
       run.claiming = undefined;
       run.failure ??= { error };
       run.claimsOver = true;
-      run.notify();
+      notify(run);
     },
   );
 }
 
 /** A claim after a wait: the budget or a failure may have changed meanwhile. */
 async function claimUnlessStopped(run: DrainRun): Promise<void> {
+  if (!claimsStopped(run)) await claim(run);
+}
+
+/** Whether claims are over for this drain; the first time a reason holds, it is noted. */
+function claimsStopped(run: DrainRun): boolean {
   const stop = reasonNotToClaim(run);
-  if (stop) {
-    noteStop(run, stop);
-    run.claimsOver = true;
-    return;
-  }
-  await claim(run);
+  if (!stop) return false;
+  noteStop(run, stop);
+  run.claimsOver = true;
+  return true;
 }
 
 function reasonNotToClaim(run: DrainRun): StopReason | undefined {

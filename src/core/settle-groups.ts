@@ -3,7 +3,7 @@
  * send: one write on the wire at a time; the next group is whatever finished meanwhile, written
  * once it is full or has waited long enough.
  */
-import { budgetLeft, type DrainRun } from './drain-run.js';
+import { budgetLeft, type DrainRun, notify } from './drain-run.js';
 import type { DrainReport } from './drain-settings.js';
 import { describeError, OutboxError } from './errors.js';
 import type { SettleRequest } from './outbox-store.js';
@@ -135,7 +135,7 @@ async function writeGroup(requests: readonly SettleRequest[], run: DrainRun): Pr
       { cause: lastError },
     ),
   };
-  run.notify();
+  notify(run);
 }
 
 function pause(ms: number): Promise<void> {
