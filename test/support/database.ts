@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, inject } from 'vitest';
+import { endIgnoringClosingErrors, watchClosingErrors } from './closing-pool.js';
 
 export const TEMPLATE_DATABASE = 'outbox_relay_template';
 
@@ -41,13 +42,7 @@ export async function createTestDatabase(
   parsed.pathname = `/${name}`;
   const url = parsed.toString();
   const pool = new pg.Pool({ connectionString: url, max: 20 });
-  // pool.end() resolves once its clients are told to close, not once they have: the DROP ...
-  // WITH (FORCE) below can terminate a backend whose client is still closing, and that client
-  // reports 57P01 through the pool. Nothing uses the pool by then; any other error is real.
-  let dropping = false;
-  pool.on('error', (error) => {
-    if (!dropping) throw error;
-  });
+  watchClosingErrors(pool);
   return {
     name,
     url,
@@ -55,8 +50,7 @@ export async function createTestDatabase(
     port: Number(parsed.port || 5432),
     pool,
     async drop() {
-      dropping = true;
-      await pool.end();
+      await endIgnoringClosingErrors(pool);
       const cleanup = new pg.Client({ connectionString: adminUrl });
       await cleanup.connect();
       try {

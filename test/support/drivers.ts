@@ -13,6 +13,7 @@ import { neonWsExecutor } from '../../src/drivers/neon-ws.js';
 import { type PgPoolLike, pgExecutor } from '../../src/drivers/node-pg.js';
 import type { NewMessage } from '../../src/index.js';
 import type { Outbox } from '../../src/outbox.js';
+import { type ClosingPool, endIgnoringClosingErrors, watchClosingErrors } from './closing-pool.js';
 import type { TestDatabase } from './database.js';
 
 export const DRIVER_NAMES = ['node-pg', 'neon-ws', 'neon-http'] as const;
@@ -70,7 +71,7 @@ export async function openDriver(
   }
 
   // Both pools are node-postgres pools on the outside: use them through that shape.
-  let pool: PgPoolLike & { end(): Promise<void> };
+  let pool: PgPoolLike & ClosingPool;
   let executor: BatchSqlExecutor;
   if (name === 'neon-ws') {
     applyNeonLocalConfig(neonConfig, proxy);
@@ -81,17 +82,7 @@ export async function openDriver(
     executor = pgExecutor(pool);
   }
   const poolForTransactions = pool;
-  // end() resolves once the pool's clients are told to close, not once they have: the file's
-  // DROP DATABASE ... WITH (FORCE) right after can end a backend whose client is still closing,
-  // which then reports 57P01 through the pool. Nothing uses the pool by then; before close(),
-  // an error is real and stays unhandled.
-  let closing = false;
-  (pool as unknown as { on(event: 'error', listener: (error: Error) => void): void }).on(
-    'error',
-    (error) => {
-      if (!closing) throw error;
-    },
-  );
+  watchClosingErrors(pool);
   return {
     name,
     proxyPort: proxy.port,
@@ -115,10 +106,7 @@ export async function openDriver(
         client.release();
       }
     },
-    close: () => {
-      closing = true;
-      return poolForTransactions.end();
-    },
+    close: () => endIgnoringClosingErrors(poolForTransactions),
   };
 }
 
