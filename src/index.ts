@@ -5,6 +5,7 @@ export {
   type OutboxCliContext,
   type OutboxCliDrainConfig,
 } from './cli/config.js';
+export { drainOnce } from './core/drain.js';
 export {
   DEFAULT_BATCH_SIZE,
   DEFAULT_CONCURRENCY,
@@ -16,9 +17,8 @@ export {
   DEFAULT_SETTLE_GROUP_SIZE,
   type DrainOptions,
   type DrainReport,
-  drainOnce,
   type StopReason,
-} from './core/drain.js';
+} from './core/drain-settings.js';
 export {
   ConfigurationError,
   describeError,

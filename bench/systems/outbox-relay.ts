@@ -4,7 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { DEFAULT_LEASE_MS, drainOnce } from '../../src/core/drain.js';
+import { drainOnce } from '../../src/core/drain.js';
+import { DEFAULT_LEASE_MS } from '../../src/core/drain-settings.js';
 import type { ClaimRequest } from '../../src/core/outbox-store.js';
 import type { SqlExecutor } from '../../src/core/ports.js';
 import { purgeOnce } from '../../src/core/purge.js';

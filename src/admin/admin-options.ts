@@ -1,4 +1,4 @@
-import type { DrainReport } from '../core/drain.js';
+import type { DrainReport } from '../core/drain-settings.js';
 import type { Clock, Logger } from '../core/ports.js';
 import type { PostgresOutboxStore } from '../store/postgres-store.js';
 import type { AdminSession, RevokedSessions, SessionSigner } from './admin-session.js';

@@ -2,7 +2,7 @@
  * The shape of `outbox.config.ts`: what a project tells the `outbox` command beyond the
  * environment. Types only and `defineConfig`, so a config file imports nothing heavy.
  */
-import type { DrainOptions } from '../core/drain.js';
+import type { DrainOptions } from '../core/drain-settings.js';
 import type { SqlExecutor } from '../core/ports.js';
 import type { SenderRegistry } from '../core/sender.js';
 import type { OutboxOptions } from '../outbox.js';

@@ -1,5 +1,5 @@
 /** What `outbox drain` prints: report lines for people, and the drain's log on stderr. */
-import type { DrainReport } from '../core/drain.js';
+import type { DrainReport } from '../core/drain-settings.js';
 import type { Logger } from '../core/ports.js';
 import type { DrainLoopSummary } from '../runtime/drain-loop.js';
 import { type CliIo, isDebug, writeNote } from './cli-io.js';

@@ -5,7 +5,7 @@
  * Other commands are short, so a signal ends them the default way.
  */
 import { constants } from 'node:os';
-import { DEFAULT_LEASE_MS } from '../core/drain.js';
+import { DEFAULT_LEASE_MS } from '../core/drain-settings.js';
 import { FORCED_EXIT_CODE_BASE } from './cli-errors.js';
 import { parseCommandLine } from './command-line.js';
 import { runCli } from './run-cli.js';

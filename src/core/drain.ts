@@ -286,19 +286,3 @@ function attachReport(error: unknown, report: DrainReport): unknown {
 function logFields(message: MessageRecord) {
   return { id: message.id, key: message.key, kind: message.kind, attempts: message.attempts };
 }
-
-export {
-  DEFAULT_BATCH_SIZE,
-  DEFAULT_CONCURRENCY,
-  DEFAULT_LEASE_MS,
-  DEFAULT_PREFETCH,
-  DEFAULT_ROUND_TRIP_RESERVE_MS,
-  DEFAULT_SEND_TIMEOUT_MS,
-  DEFAULT_SETTLE_GROUP_MS,
-  DEFAULT_SETTLE_GROUP_SIZE,
-  type DrainOptions,
-  type DrainReport,
-  MAX_BATCH_SIZE,
-  MAX_CONCURRENCY,
-  type StopReason,
-} from './drain-settings.js';

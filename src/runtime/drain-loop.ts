@@ -4,7 +4,7 @@
  * as graphile-worker's `run` is its `runOnce` in a loop. Each tick is one bounded drain, so a
  * long-running process behaves like a sequence of scheduled invocations.
  */
-import type { DrainReport } from '../core/drain.js';
+import type { DrainReport } from '../core/drain-settings.js';
 import { isOutboxError } from '../core/errors.js';
 import { type Clock, systemClock } from '../core/ports.js';
 import type { PurgeReport } from '../core/purge.js';

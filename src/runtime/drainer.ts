@@ -4,13 +4,13 @@
  * module turns "you have N ms" into drain options that fit, and is what the runtime kits, the
  * CLI and the after-commit kick all call.
  */
+import { drainOnce } from '../core/drain.js';
 import {
   DEFAULT_ROUND_TRIP_RESERVE_MS,
   DEFAULT_SEND_TIMEOUT_MS,
   type DrainOptions,
   type DrainReport,
-  drainOnce,
-} from '../core/drain.js';
+} from '../core/drain-settings.js';
 import type { OutboxStore } from '../core/outbox-store.js';
 import { type Clock, type Logger, systemClock } from '../core/ports.js';
 import { type PurgeOptions, type PurgeReport, type PurgeStore, purgeOnce } from '../core/purge.js';

@@ -3,7 +3,7 @@
  * index without configuration. Every runtime kit logs each drain and purge as one such line,
  * the record operators and alerts read.
  */
-import type { DrainReport } from '../core/drain.js';
+import type { DrainReport } from '../core/drain-settings.js';
 import { describeError } from '../core/errors.js';
 import type { Logger } from '../core/ports.js';
 import type { PurgeReport } from '../core/purge.js';

@@ -5,7 +5,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import type { DrainReport } from '../core/drain.js';
+import type { DrainReport } from '../core/drain-settings.js';
 import { describeError } from '../core/errors.js';
 import type { Logger } from '../core/ports.js';
 import { type PurgeReport, type PurgeStore, purgeOnce } from '../core/purge.js';

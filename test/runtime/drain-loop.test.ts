@@ -3,7 +3,7 @@
  * once, what failures do, and how a stop lets the running tick finish.
  */
 import { describe, expect, it } from 'vitest';
-import type { DrainReport, StopReason } from '../../src/core/drain.js';
+import type { DrainReport, StopReason } from '../../src/core/drain-settings.js';
 import { OutboxError } from '../../src/core/errors.js';
 import type { PurgeReport } from '../../src/core/purge.js';
 import {

@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import type { DrainReport, StopReason } from '../../src/core/drain.js';
+import type { DrainReport, StopReason } from '../../src/core/drain-settings.js';
 import { silentLogger } from '../../src/core/ports.js';
 import { startDrainSchedule } from '../../src/runtime/node.js';
 import { sleep } from '../support/drain-fixtures.js';

@@ -4,7 +4,8 @@
  * its lease ends, or another drain could claim the row while the send still runs.
  */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SETTLE_GROUP_MS, drainOnce } from '../../src/core/drain.js';
+import { drainOnce } from '../../src/core/drain.js';
+import { DEFAULT_SETTLE_GROUP_MS } from '../../src/core/drain-settings.js';
 import { isOutboxError } from '../../src/core/errors.js';
 import { useTestDatabase } from '../support/database.js';
 import { freshOutbox, recordingSender } from '../support/drain-fixtures.js';

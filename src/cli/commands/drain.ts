@@ -1,10 +1,10 @@
+import { drainOnce } from '../../core/drain.js';
 import {
   DEFAULT_BATCH_SIZE,
   type DrainOptions,
-  drainOnce,
   MAX_BATCH_SIZE,
   MAX_CONCURRENCY,
-} from '../../core/drain.js';
+} from '../../core/drain-settings.js';
 import { isTransientDrainFailure, runDrainLoop } from '../../runtime/drain-loop.js';
 import { budgetedTimeouts, MIN_DRAIN_BUDGET_MS } from '../../runtime/drainer.js';
 import { describeFailure, ExitCode, isConnectionError, usageError } from '../cli-errors.js';
