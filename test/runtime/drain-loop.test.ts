@@ -11,28 +11,10 @@ import {
   type DrainLoopOptions,
   runDrainLoop,
 } from '../../src/runtime/drain-loop.js';
-import { fakeClock } from '../support/drain-fixtures.js';
+import { drainReport, fakeClock } from '../support/drain-fixtures.js';
 
 const INTERVAL_MS = 5_000;
 const BUDGET_MS = 60_000;
-
-function report(stopReason: StopReason, delivered = 1): DrainReport {
-  return {
-    claimed: delivered,
-    delivered,
-    retried: 0,
-    dead: 0,
-    released: 0,
-    stale: 0,
-    batches: 1,
-    settles: 1,
-    roundTrips: 2,
-    sends: delivered,
-    senderSubrequests: 0,
-    durationMs: 1,
-    stopReason,
-  };
-}
 
 /** A Postgres deadlock as the driver reports it: retryable by SQLSTATE. */
 function deadlock(): Error {
@@ -58,7 +40,7 @@ async function runSteps(
       if (calls === steps.length) stop.abort();
       events.push(step instanceof Error ? `fail ${step.message}` : `drain ${step}`);
       if (step instanceof Error) throw step;
-      return report(step);
+      return drainReport(step);
     },
     intervalMs: INTERVAL_MS,
     budgetMs: BUDGET_MS,
@@ -134,7 +116,7 @@ describe('runDrainLoop', () => {
       drain: ({ signal }) => {
         tickSignal = signal;
         return new Promise<DrainReport>((resolve) => {
-          finishTick = () => resolve(report('aborted'));
+          finishTick = () => resolve(drainReport('aborted'));
         });
       },
       intervalMs: INTERVAL_MS,
@@ -166,7 +148,7 @@ describe('runDrainLoop', () => {
     const loop = runDrainLoop({
       drain: async () => {
         ticks += 1;
-        return report('empty', 0);
+        return drainReport('empty', 0);
       },
       // An hour: only the abort can end this rest within the test.
       intervalMs: 3_600_000,

@@ -1,26 +1,8 @@
 import { expect, it } from 'vitest';
-import type { DrainReport, StopReason } from '../../src/core/drain-settings.js';
+import type { StopReason } from '../../src/core/drain-settings.js';
 import { silentLogger } from '../../src/core/ports.js';
 import { startDrainSchedule } from '../../src/runtime/node.js';
-import { sleep } from '../support/drain-fixtures.js';
-
-function reportStopping(stopReason: StopReason): DrainReport {
-  return {
-    claimed: 1,
-    delivered: 1,
-    retried: 0,
-    dead: 0,
-    released: 0,
-    stale: 0,
-    batches: 1,
-    settles: 1,
-    roundTrips: 2,
-    sends: 1,
-    senderSubrequests: 0,
-    durationMs: 1,
-    stopReason,
-  };
-}
+import { drainReport, sleep } from '../support/drain-fixtures.js';
 
 it('runs the next tick at once when a tick ran out of time with work still due', async () => {
   const reasons: StopReason[] = ['deadline', 'budget', 'deadline', 'empty'];
@@ -29,7 +11,7 @@ it('runs the next tick at once when a tick ran out of time with work still due',
     // A long interval: only back-to-back ticks can reach the fourth call within the wait below.
     intervalMs: 60_000,
     logger: silentLogger,
-    drain: async () => reportStopping(reasons[ticks++] ?? 'empty'),
+    drain: async () => drainReport(reasons[ticks++] ?? 'empty'),
   });
   const deadline = Date.now() + 5_000;
   while (ticks < 4 && Date.now() < deadline) await sleep(10);
@@ -48,7 +30,7 @@ it('lets the running tick finish before stop() resolves', async () => {
     drain: async () => {
       await sleep(200);
       finished = true;
-      return reportStopping('empty');
+      return drainReport('empty');
     },
   });
   await sleep(20);
@@ -65,7 +47,7 @@ it('logs a failed tick, even one that is not transient, and keeps going', async 
     drain: async () => {
       ticks += 1;
       if (ticks === 1) throw new TypeError('a bug in a sender');
-      return reportStopping('empty');
+      return drainReport('empty');
     },
   });
   const deadline = Date.now() + 5_000;

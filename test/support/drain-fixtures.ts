@@ -1,4 +1,6 @@
 /** Fixtures for drain tests: a movable clock, seeded randomness, recording senders. */
+
+import type { DrainReport, StopReason } from '../../src/core/drain-settings.js';
 import type { Clock } from '../../src/core/ports.js';
 import type { OutboundMessage, Sender } from '../../src/core/sender.js';
 import { createOutbox, type Outbox, type OutboxOptions } from '../../src/outbox.js';
@@ -95,4 +97,23 @@ export async function freshOutbox(
   const outbox = createOutbox({ schema, kinds: { 'test.kind': true }, ...options });
   await outbox.migrate(driver.db);
   return { outbox, store: outbox.store(driver.db), schema };
+}
+
+/** The report of a drain that delivered `delivered` messages in one claim and one settle. */
+export function drainReport(stopReason: StopReason, delivered = 1): DrainReport {
+  return {
+    claimed: delivered,
+    delivered,
+    retried: 0,
+    dead: 0,
+    released: 0,
+    stale: 0,
+    batches: 1,
+    settles: 1,
+    roundTrips: 2,
+    sends: delivered,
+    senderSubrequests: 0,
+    durationMs: 1,
+    stopReason,
+  };
 }
