@@ -73,15 +73,41 @@ describe.each(DRIVER_NAMES)('the subrequest budget, through %s', (driverName) =>
         },
       },
       subrequestBudget: 20,
-      batchSize: 10,
+      batchSize: 20,
       concurrency: 1,
     });
-    // Rows claimed before the refresh cannot all be paid for: the ones left over go back unsent
-    // instead of making a request beyond the budget.
+    // One claim takes the 18 rows the budget could send beside the claim and its settle; after
+    // the refresh only 16 can be paid for, and the last two go back unsent instead of making a
+    // request beyond the budget.
     expect(counted.statements + invoked + spent).toBeLessThanOrEqual(20);
-    expect(report).toMatchObject({ stopReason: 'budget', sends: invoked });
-    expect(report.delivered).toBeGreaterThanOrEqual(10);
-    expect(report.released).toBeGreaterThan(0);
-    expect(report.delivered + report.released).toBe(report.claimed);
+    expect(report).toMatchObject({
+      claimed: 18,
+      delivered: 16,
+      released: 2,
+      sends: invoked,
+      stopReason: 'budget',
+    });
+  });
+
+  it('writes outcomes by group size only under a budget, not every few milliseconds', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    await outbox.enqueue(driver.db, messages(20));
+    // Sends far slower than the 5 ms group window: without a budget each would be its own write.
+    const sender = recordingSender(() => sleep(15));
+    const budgeted = await drainOnce({
+      store,
+      senders: { 'test.kind': sender.send },
+      subrequestBudget: 100,
+      concurrency: 1,
+    });
+    expect(budgeted).toMatchObject({ delivered: 20, settles: 1 });
+    await outbox.enqueue(driver.db, messages(20));
+    const unbudgeted = await drainOnce({
+      store,
+      senders: { 'test.kind': sender.send },
+      concurrency: 1,
+    });
+    expect(unbudgeted.delivered).toBe(20);
+    expect(unbudgeted.settles).toBeGreaterThan(5);
   });
 });
