@@ -10,6 +10,14 @@ import type { OutboundMessage, SendContext } from './sender.js';
 import { dead, delivered, retry, type Settlement } from './settlement.js';
 
 /**
+ * How finely send deadlines are kept, ms. Sends whose deadlines fall in the same step share one
+ * AbortController: creating one costs about as much as a no-op send's whole bookkeeping, and at
+ * thousands of sends a second dozens start per step. A send may so run up to one step past its
+ * timeout, which the settle reserve (far larger) absorbs.
+ */
+const DEADLINE_STEP_MS = 1;
+
+/**
  * The send timeouts of one drain, on one timer: armed for the oldest send still in flight and,
  * when it fires, cutting loose every send past its time and re-arming for the next. Every send
  * has the same timeout, so the oldest started is the first due. A timer per send cost a
@@ -21,31 +29,36 @@ export class SendTimeouts {
   readonly #inFlight = new Map<number, InFlightSend>();
   #nextId = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** The signal of the sends due at the newest deadline step. */
+  #newest: { expiresAt: number; controller: AbortController } | undefined;
 
   constructor(timeoutMs: number) {
     this.#timeoutMs = timeoutMs;
   }
 
-  /** Starts the clock on one send. Call `end(id)` when it finishes, however it finishes. */
-  begin(): InFlightSend {
-    let resolve!: (error: unknown) => void;
-    const timedOut = new Promise<unknown>((done) => {
-      resolve = done;
-    });
+  /**
+   * Starts the clock on one send; `timedOut` is called with the timeout error if it runs out of
+   * time first. Call `end(send)` when it finishes, however it finishes.
+   */
+  begin(timedOut: (error: Error) => void): InFlightSend {
+    const expiresAt =
+      Math.ceil((performance.now() + this.#timeoutMs) / DEADLINE_STEP_MS) * DEADLINE_STEP_MS;
+    if (this.#newest?.expiresAt !== expiresAt) {
+      this.#newest = { expiresAt, controller: new AbortController() };
+    }
     const send: InFlightSend = {
       id: this.#nextId++,
-      controller: new AbortController(),
-      expiresAt: performance.now() + this.#timeoutMs,
+      controller: this.#newest.controller,
+      expiresAt,
       timedOut,
-      resolve,
     };
     this.#inFlight.set(send.id, send);
     if (this.#timer === undefined) this.#arm(send.expiresAt);
     return send;
   }
 
-  end(id: number): void {
-    this.#inFlight.delete(id);
+  end(send: InFlightSend): void {
+    this.#inFlight.delete(send.id);
   }
 
   /** Stops the timer: the drain is over and nothing is in flight. */
@@ -68,8 +81,9 @@ export class SendTimeouts {
       }
       this.#inFlight.delete(id);
       const error = new SendTimeoutError(`send timed out after ${this.#timeoutMs} ms`);
+      // Shared by the sends of one deadline step, all past their time now; the first abort counts.
       send.controller.abort(error);
-      send.resolve(error);
+      send.timedOut(error);
     }
   }
 }
@@ -78,20 +92,17 @@ interface InFlightSend {
   id: number;
   controller: AbortController;
   expiresAt: number;
-  /** Resolves with the timeout error when the send runs out of time; never rejects. */
-  timedOut: Promise<unknown>;
-  resolve: (error: unknown) => void;
+  timedOut: (error: Error) => void;
 }
 
 /** Resolves to undefined on success, or the failure. Never rejects, never outlives its timeout. */
-export async function sendWithTimeout(
+export function sendWithTimeout(
   message: ClaimedMessage,
   settings: Settings,
   context: SendContext,
   timeouts: SendTimeouts,
 ): Promise<unknown> {
   const sender = settings.senders[message.kind]!;
-  const timing = timeouts.begin();
   const outbound: OutboundMessage = {
     key: message.key,
     kind: message.kind,
@@ -102,17 +113,21 @@ export async function sendWithTimeout(
     orderingKey: message.orderingKey,
     createdAt: message.createdAt,
   };
-  const sent = Promise.resolve()
-    .then(() => sender(outbound, timing.controller.signal, context))
-    .then(
-      () => undefined,
-      (error: unknown) => error ?? new Error('sender rejected with no reason'),
-    );
-  try {
-    return await Promise.race([sent, timing.timedOut]);
-  } finally {
-    timeouts.end(timing.id);
-  }
+  // One promise settled by whichever comes first, the send or its timeout: a late result of a
+  // send cut loose is ignored.
+  return new Promise<unknown>((finish) => {
+    const timing = timeouts.begin(finish);
+    Promise.resolve()
+      .then(() => sender(outbound, timing.controller.signal, context))
+      .then(
+        () => undefined,
+        (error: unknown) => error ?? new Error('sender rejected with no reason'),
+      )
+      .then((error) => {
+        timeouts.end(timing);
+        finish(error);
+      });
+  });
 }
 
 class SendTimeoutError extends Error {
