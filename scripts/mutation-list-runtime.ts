@@ -65,8 +65,8 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: SEND,
-        find: 'return await Promise.race([sent, timing.timedOut]);',
-        replace: 'return await sent;',
+        find: 'const timing = timeouts.begin(finish);',
+        replace: 'const timing = timeouts.begin(() => {});',
       },
     ],
     tests: [drainTest('cuts loose a sender that ignores its AbortSignal, and records a retry')],
