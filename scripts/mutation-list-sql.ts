@@ -141,8 +141,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: STATEMENTS,
-        find: "OR (earlier.state = 'dead' AND $6::boolean))",
-        replace: "OR (earlier.state = 'dead' AND $6::boolean AND false))",
+        find: "OR (earlier.state = 'dead' AND $4::boolean))",
+        replace: "OR (earlier.state = 'dead' AND $4::boolean AND false))",
       },
     ],
     tests: [drainTest('a dead head holds back the rest of its ordering key unless told otherwise')],

@@ -182,22 +182,14 @@ export function claimRequest(limit: number): ClaimRequest {
  * rolled back, with the same parameters drainOnce passes.
  */
 export async function explainClaim(pool: pg.Pool, limit: number): Promise<string> {
-  const statement = outboxStatements(quoteSchema(OUTBOX_SCHEMA)).claimDueMessages;
   const request = claimRequest(limit);
+  const statement = outboxStatements(quoteSchema(OUTBOX_SCHEMA)).claimDueMessages(request.limit);
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
     const result = await client.query<{ 'QUERY PLAN': string }>(
       `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, SUMMARY OFF) ${statement}`,
-      [
-        request.now,
-        request.claimToken,
-        request.limit,
-        request.leaseMs,
-        null,
-        request.deadHeadBlocks,
-        request.kinds,
-      ],
+      [request.now, request.claimToken, request.leaseMs, request.deadHeadBlocks, request.kinds],
     );
     return result.rows.map((row) => row['QUERY PLAN']).join('\n');
   } finally {

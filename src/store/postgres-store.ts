@@ -58,15 +58,20 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
   }
 
   async claim(request: ClaimRequest): Promise<ClaimResult> {
-    const result = await this.db.query<MessageRow>(this.sql.claimDueMessages, [
+    const shared = [
       request.now,
       request.claimToken,
-      request.limit,
       request.leaseMs,
-      request.keys ? [...request.keys] : null,
       request.deadHeadBlocks,
       [...request.kinds],
-    ]);
+    ];
+    const result = request.keys
+      ? await this.db.query<MessageRow>(this.sql.claimMessagesByKey, [
+          ...shared,
+          [...request.keys],
+          request.limit,
+        ])
+      : await this.db.query<MessageRow>(this.sql.claimDueMessages(request.limit), shared);
     const claimed: ClaimedMessage[] = [];
     const exhausted: MessageRecord[] = [];
     for (const row of result.rows) {

@@ -11,7 +11,15 @@ import { type OperatorStatements, operatorStatements } from './operator-statemen
  */
 export interface DrainStatements {
   enqueueMessages: string;
-  claimDueMessages: string;
+  /**
+   * The claim of up to `limit` due rows. The limit is written into the text (a checked whole
+   * number, never a caller's value), so the statement has one plan that PostgreSQL can keep:
+   * with the limit, or the keys below, as a parameter it plans every claim anew (a custom plan
+   * each time; about 6 µs of server CPU per message at batch 100, docs/benchmarks.md).
+   */
+  claimDueMessages(limit: number): string;
+  /** The claim of the given keys if they are due (the after-commit kick); planned per call. */
+  claimMessagesByKey: string;
   settleClaimedMessages: string;
   purgeDelivered: string;
   purgeDead: string;
@@ -53,6 +61,96 @@ function archiveMoved(delivered: string): string {
           created_at, $6::timestamptz
         FROM moved
       ),`;
+}
+
+/** Claim texts kept per limit; past this many distinct limits, the kept ones are forgotten. */
+const CLAIM_TEXTS_KEPT = 8;
+
+/** The due-rows claim by limit, each text built once. */
+function claimStatements(quotedSchema: string): (limit: number) => string {
+  const texts = new Map<number, string>();
+  return (limit) => {
+    let text = texts.get(limit);
+    if (text === undefined) {
+      if (texts.size >= CLAIM_TEXTS_KEPT) texts.clear();
+      text = claimStatement(quotedSchema, { limit });
+      texts.set(limit, text);
+    }
+    return text;
+  };
+}
+
+/**
+ * $1 now, $2 claim token, $3 lease ms, $4 whether a dead message blocks later messages with
+ * its ordering key, $5 the kinds this drain has senders for (a drain never claims what it
+ * cannot send); by key also $6 the keys and $7 the limit.
+ *
+ * FOR UPDATE SKIP LOCKED: overlapping drains each lock different rows and never wait on each
+ * other; a row another drain is claiming right now is simply not ours. The UPDATE in the same
+ * statement makes the claim visible the moment this statement commits, with a fresh token
+ * and a lease (lease_expires_at = now + lease), and counts the attempt. A claimed row whose
+ * lease has passed is claimable again (its drain died). A row whose attempts are already
+ * spent (its final drain died holding it) is set aside as dead here instead of being sent
+ * again. The ordering check lets only the head of each ordering key through: nothing
+ * earlier with that key may still be pending or claimed (or dead, when dead heads block).
+ *
+ * The UPDATE changes no indexed column and no column of an index predicate (state,
+ * attempts, token, claimed_at and the lease are in none), so with room on the page it is a
+ * HOT update: one small row version, no index entries. due_at keeps the due time, so rows
+ * claimed right now stay at the head of messages_claimable and the scan steps over them;
+ * they are at most the batches in flight.
+ */
+function claimStatement(quotedSchema: string, target: { limit: number } | 'keys'): string {
+  if (target !== 'keys' && !(Number.isSafeInteger(target.limit) && target.limit > 0)) {
+    throw new RangeError(`claim limit must be a whole number above 0, got ${target.limit}`);
+  }
+  const messages = `${quotedSchema}.messages`;
+  const byKey = target === 'keys';
+  return `
+  WITH due AS (
+    SELECT m.id
+    FROM ${messages} m
+    WHERE m.delivered_at IS NULL AND m.dead_at IS NULL
+      AND m.due_at <= $1
+      AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= $1))
+      AND m.kind = ANY($5::text[])
+      ${byKey ? 'AND m.key = ANY($6::uuid[])' : ''}
+      AND (m.ordering_key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM ${messages} earlier
+        WHERE earlier.ordering_key = m.ordering_key
+          AND earlier.id < m.id
+          AND (earlier.state IN ('pending', 'claimed')
+            OR (earlier.state = 'dead' AND $4::boolean))
+          -- Implied by the line above, but spelled out so the planner can use the partial
+          -- index messages_ordering_unfinished.
+          AND earlier.delivered_at IS NULL))
+    ORDER BY m.due_at, m.id
+    LIMIT ${byKey ? '$7' : target.limit}
+    FOR UPDATE OF m SKIP LOCKED
+  ),
+  claimed AS (
+    UPDATE ${messages} m SET
+      state = CASE WHEN m.attempts >= m.max_attempts THEN 'dead' ELSE 'claimed' END,
+      attempts = least(m.attempts + 1, m.max_attempts),
+      claim_token = CASE WHEN m.attempts >= m.max_attempts THEN NULL ELSE $2::uuid END,
+      claimed_at = CASE WHEN m.attempts >= m.max_attempts THEN NULL ELSE $1 END,
+      lease_expires_at = CASE WHEN m.attempts >= m.max_attempts THEN NULL
+        ELSE $1::timestamptz + $3 * interval '1 millisecond' END,
+      dead_at = CASE WHEN m.attempts >= m.max_attempts THEN $1 END,
+      last_error = CASE WHEN m.attempts >= m.max_attempts
+        THEN 'attempts exhausted: the final attempt''s lease expired without an outcome '
+          || '(the drain crashed or was killed); previous error: '
+          || coalesce(m.last_error, 'none')
+        ELSE m.last_error END
+    -- = ANY(ARRAY(...)) rather than a join: on a small table the planner hashed a join
+    -- against a full scan; this always probes the primary key (docs/benchmarks.md).
+    WHERE m.id = ANY(ARRAY(SELECT id FROM due))
+    RETURNING ${MESSAGE_COLUMNS}
+  ),
+  counted AS (
+    ${countOutcomes(quotedSchema, "(SELECT kind, 'dead' AS outcome FROM claimed WHERE state = 'dead')", '$1')}
+  )
+  SELECT * FROM claimed m ORDER BY m.due_at, m.id`;
 }
 
 /** How the statements are built beyond the schema. */
@@ -97,71 +195,8 @@ export function outboxStatements(
         DO UPDATE SET dedupe_key = excluded.dedupe_key
       RETURNING m.key, m.dedupe_key, (xmax = 0) AS inserted`,
 
-    /**
-     * $1 now, $2 claim token, $3 batch size, $4 lease ms, $5 only these keys (null = any),
-     * $6 whether a dead message blocks later messages with its ordering key, $7 the kinds this
-     * drain has senders for (a drain never claims what it cannot send).
-     *
-     * FOR UPDATE SKIP LOCKED: overlapping drains each lock different rows and never wait on each
-     * other; a row another drain is claiming right now is simply not ours. The UPDATE in the same
-     * statement makes the claim visible the moment this statement commits, with a fresh token
-     * and a lease (lease_expires_at = now + lease), and counts the attempt. A claimed row whose
-     * lease has passed is claimable again (its drain died). A row whose attempts are already
-     * spent (its final drain died holding it) is set aside as dead here instead of being sent
-     * again. The ordering check lets only the head of each ordering key through: nothing
-     * earlier with that key may still be pending or claimed (or dead, when dead heads block).
-     *
-     * The UPDATE changes no indexed column and no column of an index predicate (state,
-     * attempts, token, claimed_at and the lease are in none), so with room on the page it is a
-     * HOT update: one small row version, no index entries. due_at keeps the due time, so rows
-     * claimed right now stay at the head of messages_claimable and the scan steps over them;
-     * they are at most the batches in flight.
-     */
-    claimDueMessages: `
-      WITH due AS (
-        SELECT m.id
-        FROM ${messages} m
-        WHERE m.delivered_at IS NULL AND m.dead_at IS NULL
-          AND m.due_at <= $1
-          AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= $1))
-          AND m.kind = ANY($7::text[])
-          AND ($5::uuid[] IS NULL OR m.key = ANY($5::uuid[]))
-          AND (m.ordering_key IS NULL OR NOT EXISTS (
-            SELECT 1 FROM ${messages} earlier
-            WHERE earlier.ordering_key = m.ordering_key
-              AND earlier.id < m.id
-              AND (earlier.state IN ('pending', 'claimed')
-                OR (earlier.state = 'dead' AND $6::boolean))
-              -- Implied by the line above, but spelled out so the planner can use the partial
-              -- index messages_ordering_unfinished.
-              AND earlier.delivered_at IS NULL))
-        ORDER BY m.due_at, m.id
-        LIMIT $3
-        FOR UPDATE OF m SKIP LOCKED
-      ),
-      claimed AS (
-        UPDATE ${messages} m SET
-          state = CASE WHEN m.attempts >= m.max_attempts THEN 'dead' ELSE 'claimed' END,
-          attempts = least(m.attempts + 1, m.max_attempts),
-          claim_token = CASE WHEN m.attempts >= m.max_attempts THEN NULL ELSE $2::uuid END,
-          claimed_at = CASE WHEN m.attempts >= m.max_attempts THEN NULL ELSE $1 END,
-          lease_expires_at = CASE WHEN m.attempts >= m.max_attempts THEN NULL
-            ELSE $1::timestamptz + $4 * interval '1 millisecond' END,
-          dead_at = CASE WHEN m.attempts >= m.max_attempts THEN $1 END,
-          last_error = CASE WHEN m.attempts >= m.max_attempts
-            THEN 'attempts exhausted: the final attempt''s lease expired without an outcome '
-              || '(the drain crashed or was killed); previous error: '
-              || coalesce(m.last_error, 'none')
-            ELSE m.last_error END
-        -- = ANY(ARRAY(...)) rather than a join: on a small table the planner hashed a join
-        -- against a full scan; this always probes the primary key (docs/benchmarks.md).
-        WHERE m.id = ANY(ARRAY(SELECT id FROM due))
-        RETURNING ${MESSAGE_COLUMNS}
-      ),
-      counted AS (
-        ${countOutcomes(quotedSchema, "(SELECT kind, 'dead' AS outcome FROM claimed WHERE state = 'dead')", '$1')}
-      )
-      SELECT * FROM claimed m ORDER BY m.due_at, m.id`,
+    claimDueMessages: claimStatements(quotedSchema),
+    claimMessagesByKey: claimStatement(quotedSchema, 'keys'),
 
     /**
      * $1 ids, $2 claim tokens, $3 outcomes ('delivered' | 'retry' | 'dead' | 'release'),
