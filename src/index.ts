@@ -46,6 +46,7 @@ export {
 export { isMessageId, MAX_MESSAGE_ID } from './core/message-id.js';
 export type {
   ClaimedMessage,
+  ExhaustedMessage,
   MessageRecord,
   MessageState,
   OutboxStats,

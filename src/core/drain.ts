@@ -17,7 +17,7 @@ import {
   type StopReason,
 } from './drain-settings.js';
 import { isSubrequestBudgetError, SubrequestBudgetError } from './errors.js';
-import type { MessageRecord } from './outbox-store.js';
+import type { ExhaustedMessage } from './outbox-store.js';
 import { outcomeOf, SendTimeouts, sendWithTimeout } from './send-outcome.js';
 import type { SendContext } from './sender.js';
 import { SettleGroups } from './settle-groups.js';
@@ -283,6 +283,6 @@ function attachReport(error: unknown, report: DrainReport): unknown {
   return error;
 }
 
-function logFields(message: MessageRecord) {
+function logFields(message: ExhaustedMessage) {
   return { id: message.id, key: message.key, kind: message.kind, attempts: message.attempts };
 }

@@ -27,10 +27,25 @@ export interface MessageRecord {
   deadAt: Date | null;
 }
 
-/** A claim's result: the row and the token that proves ownership in every later write. */
-export interface ClaimedMessage extends MessageRecord {
+/**
+ * A claimed row: what its send needs, and the token that proves ownership in every later write.
+ * Only these columns travel back from a claim; lists and lookups return whole records.
+ */
+export interface ClaimedMessage {
+  id: string;
+  key: string;
+  kind: string;
+  payload: JsonValue;
+  orderingKey: string | null;
+  /** Counted at claim: 1 on the first attempt. */
+  attempts: number;
+  maxAttempts: number;
+  createdAt: Date;
   claimToken: string;
 }
+
+/** A row a claim set aside as dead: its final attempt's lease ran out without an outcome. */
+export type ExhaustedMessage = Pick<MessageRecord, 'id' | 'key' | 'kind' | 'attempts'>;
 
 export interface ClaimRequest {
   now: Date;
@@ -49,7 +64,7 @@ export interface ClaimResult {
   /** Rows now claimed by this token, to be sent. */
   claimed: ClaimedMessage[];
   /** Rows the claim set aside as dead: their final attempt's lease ran out unsettled. */
-  exhausted: MessageRecord[];
+  exhausted: ExhaustedMessage[];
 }
 
 export interface SettleRequest {

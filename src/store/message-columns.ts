@@ -1,6 +1,6 @@
 /**
- * The columns a claim hands to the drain, and that lists show operators. A claimed row shows its
- * lease expiry as its due time: when it may next be claimed, as the state machine says.
+ * The columns lists and lookups show operators. A claimed row shows its lease expiry as its due
+ * time: when it may next be claimed, as the state machine says.
  */
 export const MESSAGE_COLUMNS = `m.id, m.key, m.kind, m.payload, m.ordering_key, m.dedupe_key, m.state,
   m.attempts, m.max_attempts,
@@ -12,3 +12,10 @@ export const DELIVERED_COLUMNS = `h.id, h.key, h.kind, h.payload, h.ordering_key
   NULL::text AS dedupe_key, 'delivered'::text AS state, h.attempts, h.max_attempts, h.due_at,
   NULL::timestamptz AS claimed_at, h.last_error, h.created_at, h.delivered_at,
   NULL::timestamptz AS dead_at`;
+
+/**
+ * What a claim returns: the columns a send needs, and the state that tells a claimed row from
+ * one the claim set aside. Every column more is read, sent and parsed once per message.
+ */
+export const CLAIMED_COLUMNS = `id, key, kind, payload, ordering_key, attempts, max_attempts,
+  created_at, state`;

@@ -5,6 +5,7 @@ import {
   type ClaimedMessage,
   type ClaimRequest,
   type ClaimResult,
+  type ExhaustedMessage,
   MESSAGE_STATES,
   type MessageRecord,
   type MessageState,
@@ -66,18 +67,24 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
       [...request.kinds],
     ];
     const result = request.keys
-      ? await this.db.query<MessageRow>(this.sql.claimMessagesByKey, [
+      ? await this.db.query<ClaimedRow>(this.sql.claimMessagesByKey, [
           ...shared,
           [...request.keys],
           request.limit,
         ])
-      : await this.db.query<MessageRow>(this.sql.claimDueMessages(request.limit), shared);
+      : await this.db.query<ClaimedRow>(this.sql.claimDueMessages(request.limit), shared);
     const claimed: ClaimedMessage[] = [];
-    const exhausted: MessageRecord[] = [];
+    const exhausted: ExhaustedMessage[] = [];
     for (const row of result.rows) {
-      const record = messageFromRow(row);
-      if (record.state === 'claimed') claimed.push({ ...record, claimToken: request.claimToken });
-      else exhausted.push(record);
+      const message = claimedFromRow(row, request.claimToken);
+      if (row.state === 'claimed') claimed.push(message);
+      else
+        exhausted.push({
+          id: message.id,
+          key: message.key,
+          kind: message.kind,
+          attempts: message.attempts,
+        });
     }
     return { claimed, exhausted };
   }
@@ -312,6 +319,34 @@ function messageFromRow(row: MessageRow): MessageRecord {
     createdAt: toDate(row.created_at),
     deliveredAt: toDateOrNull(row.delivered_at),
     deadAt: toDateOrNull(row.dead_at),
+  };
+}
+
+/** A claim's row: CLAIMED_COLUMNS. */
+type ClaimedRow = Pick<
+  MessageRow,
+  | 'id'
+  | 'key'
+  | 'kind'
+  | 'payload'
+  | 'ordering_key'
+  | 'attempts'
+  | 'max_attempts'
+  | 'created_at'
+  | 'state'
+>;
+
+function claimedFromRow(row: ClaimedRow, claimToken: string): ClaimedMessage {
+  return {
+    id: String(row.id),
+    key: row.key,
+    kind: row.kind,
+    payload: row.payload,
+    orderingKey: row.ordering_key,
+    attempts: Number(row.attempts),
+    maxAttempts: Number(row.max_attempts),
+    createdAt: toDate(row.created_at),
+    claimToken,
   };
 }
 

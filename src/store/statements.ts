@@ -1,4 +1,4 @@
-import { MESSAGE_COLUMNS } from './message-columns.js';
+import { CLAIMED_COLUMNS } from './message-columns.js';
 import { type OperatorStatements, operatorStatements } from './operator-statements.js';
 
 /**
@@ -145,12 +145,12 @@ function claimStatement(quotedSchema: string, target: { limit: number } | 'keys'
     -- = ANY(ARRAY(...)) rather than a join: on a small table the planner hashed a join
     -- against a full scan; this always probes the primary key (docs/benchmarks.md).
     WHERE m.id = ANY(ARRAY(SELECT id FROM due))
-    RETURNING ${MESSAGE_COLUMNS}
+    RETURNING ${CLAIMED_COLUMNS}, m.due_at
   ),
   counted AS (
     ${countOutcomes(quotedSchema, "(SELECT kind, 'dead' AS outcome FROM claimed WHERE state = 'dead')", '$1')}
   )
-  SELECT * FROM claimed m ORDER BY m.due_at, m.id`;
+  SELECT ${CLAIMED_COLUMNS} FROM claimed ORDER BY due_at, id`;
 }
 
 /** How the statements are built beyond the schema. */

@@ -445,6 +445,34 @@ describe.each(DRIVER_NAMES)('drainOnce through %s', (driverName) => {
     expect(message?.lastError).toMatch(/SendTimeoutError: send timed out after 300 ms/);
   });
 
+  it('hands the sender the message as it was enqueued, with its attempt and row id', async () => {
+    const { outbox, store, schema } = await freshOutbox(driver);
+    const [key] = await outbox.enqueue(driver.db, {
+      kind: 'test.kind',
+      payload: { order: 42, lines: ['a', 'b'] },
+      orderingKey: 'customer-7',
+      maxAttempts: 4,
+    });
+    const sender = recordingSender();
+    await drainOnce({ store, senders: { 'test.kind': sender.send } });
+    const { rows } = await database.pool.query<{ id: string; created_at: Date }>(
+      `SELECT id::text, created_at FROM ${schema}.all_messages WHERE key = $1`,
+      [key],
+    );
+    expect(sender.calls).toEqual([
+      {
+        key,
+        kind: 'test.kind',
+        payload: { order: 42, lines: ['a', 'b'] },
+        attempt: 1,
+        maxAttempts: 4,
+        id: rows[0]!.id,
+        orderingKey: 'customer-7',
+        createdAt: rows[0]!.created_at,
+      },
+    ]);
+  });
+
   it('does not claim kinds it has no sender for', async () => {
     const { outbox, store } = await freshOutbox(driver);
     await outbox.enqueue(driver.db, [
