@@ -61,3 +61,59 @@ describe('the claim statement', () => {
     expect(statements.claimDueMessages(25)).toContain('LIMIT 25');
   });
 });
+
+/** A plan node as EXPLAIN (FORMAT JSON) gives it. */
+interface PlanNode {
+  'Node Type': string;
+  'CTE Name'?: string;
+  Plans?: PlanNode[];
+}
+
+/** Every nested loop that rescans a CTE for each outer row: time grows with the square of a group. */
+function loopsOverCtes(node: PlanNode): string[] {
+  const inner = node['Node Type'] === 'Nested Loop' ? node.Plans?.[1] : undefined;
+  const here = inner?.['Node Type'] === 'CTE Scan' ? [inner['CTE Name'] ?? '?'] : [];
+  return [...here, ...(node.Plans ?? []).flatMap(loopsOverCtes)];
+}
+
+describe('the settle statement', () => {
+  it('probes each outcome by key when statistics saw no claimed rows, however large the group', async () => {
+    const db = pgExecutor(database.pool);
+    const outbox = createOutbox({ schema: 'settle_plan', kinds: { 'test.kind': true } });
+    await outbox.migrate(db);
+    for (let start = 0; start < 3000; start += 1000) {
+      await outbox.enqueue(
+        db,
+        Array.from({ length: 1000 }, (_, n) => ({ kind: 'test.kind', payload: { n: start + n } })),
+      );
+    }
+    // Statistics from a quiet moment: nothing claimed. Then a large group is claimed.
+    await database.pool.query('ANALYZE settle_plan.messages');
+    const claimToken = crypto.randomUUID();
+    const { claimed } = await outbox.store(db).claim({
+      now: new Date(Date.now() + 1000),
+      claimToken,
+      limit: 1500,
+      leaseMs: 60_000,
+      deadHeadBlocks: true,
+      kinds: ['test.kind'],
+    });
+    expect(claimed).toHaveLength(1500);
+
+    const statements = outboxStatements('settle_plan');
+    for (const outcome of ['delivered', 'retry']) {
+      const { rows } = await database.pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+        `EXPLAIN (FORMAT JSON) ${statements.settleClaimedMessages}`,
+        [
+          claimed.map((message) => message.id),
+          claimed.map(() => claimToken),
+          claimed.map(() => outcome),
+          claimed.map(() => (outcome === 'retry' ? new Date() : null)),
+          claimed.map(() => (outcome === 'retry' ? 'receiver said 503' : null)),
+          new Date(),
+        ],
+      );
+      expect(loopsOverCtes(rows[0]!['QUERY PLAN'][0].Plan)).toEqual([]);
+    }
+  });
+});
