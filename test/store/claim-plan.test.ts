@@ -81,10 +81,13 @@ describe('the settle statement', () => {
     const db = pgExecutor(database.pool);
     const outbox = createOutbox({ schema: 'settle_plan', kinds: { 'test.kind': true } });
     await outbox.migrate(db);
-    for (let start = 0; start < 3000; start += 1000) {
+    for (let start = 0; start < 30_000; start += 1000) {
       await outbox.enqueue(
         db,
-        Array.from({ length: 1000 }, (_, n) => ({ kind: 'test.kind', payload: { n: start + n } })),
+        Array.from({ length: 1000 }, (_, n) => ({
+          kind: 'test.kind',
+          payload: { n: start + n, body: 'x'.repeat(100) },
+        })),
       );
     }
     // Statistics from a quiet moment: nothing claimed. Then a large group is claimed.
@@ -93,12 +96,12 @@ describe('the settle statement', () => {
     const { claimed } = await outbox.store(db).claim({
       now: new Date(Date.now() + 1000),
       claimToken,
-      limit: 1500,
+      limit: 1300,
       leaseMs: 60_000,
       deadHeadBlocks: true,
       kinds: ['test.kind'],
     });
-    expect(claimed).toHaveLength(1500);
+    expect(claimed).toHaveLength(1300);
 
     const statements = outboxStatements('settle_plan');
     for (const outcome of ['delivered', 'retry']) {
