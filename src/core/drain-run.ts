@@ -136,8 +136,5 @@ export function lowWater(run: DrainRun): number {
   const { concurrency, batchSize } = run.settings;
   if (run.sendMs === 0) return concurrency;
   const duringClaim = Math.ceil((concurrency * run.claimMs) / Math.max(run.sendMs, 0.01));
-  const v = process.env.LW;
-  if (v === 'ratio' && duringClaim > batchSize) return concurrency;
-  if (v === 'half') return concurrency + Math.min(batchSize / 2, duringClaim);
   return concurrency + Math.min(batchSize, duringClaim);
 }

@@ -169,11 +169,10 @@ function claimIfLow(run: DrainRun, settles: SettleGroups): void {
   if (claimsStopped(run)) return;
   // Before the idle claim, write the outcomes still waiting: an ordering key's next message
   // becomes claimable only once its head's delivery is recorded.
-  const claimed = idle || process.env.SERIAL ? settles.writeAll().then(() => claimUnlessStopped(run)) : claim(run);
+  const claimed = idle ? settles.writeAll().then(() => claimUnlessStopped(run)) : claim(run);
   run.claiming = claimed.then(
     () => {
       run.claiming = undefined;
-      if (process.env.SERIAL) settles.kick();
       notify(run);
     },
     (error: unknown) => {

@@ -56,15 +56,10 @@ export class SettleGroups {
     }
   }
 
-  kick(): void {
-    this.#consider();
-  }
-
   /** Starts a write if the waiting group is due and affordable, or arms the timer for it. */
   #consider(): void {
     const run = this.#run;
     if (this.#writing || this.#waiting.length === 0 || run.failure) return;
-    if (process.env.SERIAL && run.claiming) return;
     const { settings } = run;
     // Under a budget every write is a subrequest a send could have had: write by size only.
     const byTime = !Number.isFinite(settings.subrequestBudget);
