@@ -12,7 +12,7 @@ import { dead, delivered, retry, type Settlement } from './settlement.js';
 /**
  * How finely send deadlines are kept, ms. Sends whose deadlines fall in the same step share one
  * AbortController: creating one costs about as much as a no-op send's whole bookkeeping, and at
- * thousands of sends a second dozens start per step. A send may so run up to one step past its
+ * thousands of sends a second dozens start per step. So a send may run up to one step past its
  * timeout, which the settle reserve (far larger) absorbs.
  */
 const DEADLINE_STEP_MS = 1;

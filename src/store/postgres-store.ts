@@ -76,15 +76,12 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
     const claimed: ClaimedMessage[] = [];
     const exhausted: ExhaustedMessage[] = [];
     for (const row of result.rows) {
-      const message = claimedFromRow(row, request.claimToken);
-      if (row.state === 'claimed') claimed.push(message);
-      else
-        exhausted.push({
-          id: message.id,
-          key: message.key,
-          kind: message.kind,
-          attempts: message.attempts,
-        });
+      if (row.state === 'claimed') {
+        claimed.push(claimedFromRow(row, request.claimToken));
+      } else {
+        const { id, key, kind, attempts } = claimedFromRow(row, request.claimToken);
+        exhausted.push({ id, key, kind, attempts });
+      }
     }
     return { claimed, exhausted };
   }
