@@ -116,10 +116,10 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
       errors,
       now,
     ]);
-    const written = new Set(result.rows.map((row) => String(row.id)));
+    const stale = new Set(result.rows.map((row) => String(row.id)));
     return {
-      settled: ids.filter((id) => written.has(id)),
-      stale: ids.filter((id) => !written.has(id)),
+      settled: ids.filter((id) => !stale.has(id)),
+      stale: ids.filter((id) => stale.has(id)),
     };
   }
 

@@ -204,7 +204,7 @@ export function outboxStatements(
      *
      * Every outcome of a batch in one statement. The token in the WHERE clause proves this drain
      * still owns each claim: a row whose lease expired and that another drain re-claimed has a
-     * new token and is left alone. The caller counts ids missing from RETURNING as stale.
+     * new token and is left alone. The statement returns the ids of those stale outcomes.
      * 'release' hands back a row that was claimed but never sent: due now, attempt uncounted.
      *
      * A delivered message leaves the hot table here: deleted from messages (a small WAL record,
@@ -268,7 +268,9 @@ export function outboxStatements(
       counted AS (
         ${countOutcomes(quotedSchema, 'settled', '$6')}
       )
-      SELECT id FROM settled`,
+      -- Only the outcomes that changed nothing (stale: another drain owns the row now), so a
+      -- group normally returns no rows at all for the driver to read.
+      SELECT o.id FROM o WHERE o.id NOT IN (SELECT id FROM settled)`,
 
     /**
      * $1 delivered before, $2 limit. Bounded, oldest first: delivered rows a dedupe key keeps in
