@@ -4,7 +4,12 @@ import { PermanentDeliveryError } from '../../src/core/errors.js';
 import { purgeOnce } from '../../src/core/purge.js';
 import { isValidationError } from '../../src/index.js';
 import { useTestDatabase } from '../support/database.js';
-import { fakeClock, freshOutbox, recordingSender } from '../support/drain-fixtures.js';
+import {
+  claimRequest,
+  fakeClock,
+  freshOutbox,
+  recordingSender,
+} from '../support/drain-fixtures.js';
 import { DRIVER_NAMES, useDriver } from '../support/drivers.js';
 
 const database = useTestDatabase();
@@ -100,14 +105,7 @@ describe.each(DRIVER_NAMES)('store operations through %s', (driverName) => {
     expect(await store.discard(first!.id)).toBe('pending');
     expect(await store.get(first!.id)).toBeNull();
     // A claimed message may be in a sender right now: discarding it is refused.
-    await store.claim({
-      now: new Date(Date.now() + 1000),
-      claimToken: crypto.randomUUID(),
-      limit: 10,
-      leaseMs: 60_000,
-      deadHeadBlocks: true,
-      kinds: ['test.kind'],
-    });
+    await store.claim(claimRequest());
     expect(await store.discard(second!.id)).toBeNull();
     expect((await store.get(second!.id))?.state).toBe('claimed');
   });

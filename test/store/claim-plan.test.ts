@@ -10,6 +10,7 @@ import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
 import { outboxStatements } from '../../src/store/statements.js';
 import { useTestDatabase } from '../support/database.js';
+import { claimRequest } from '../support/drain-fixtures.js';
 
 const database = useTestDatabase();
 
@@ -32,16 +33,9 @@ describe('the claim statement', () => {
     );
     await client.query('ANALYZE claim_plan.messages');
     const store = outbox.store(db);
-    const claim = () =>
-      store.claim({
-        now: new Date(Date.now() + 1000),
-        claimToken: crypto.randomUUID(),
-        limit: 10,
-        leaseMs: 60_000,
-        deadHeadBlocks: true,
-        kinds: ['test.kind'],
-      });
-    for (let run = 0; run < 12; run++) expect((await claim()).claimed).toHaveLength(10);
+    for (let run = 0; run < 12; run++) {
+      expect((await store.claim(claimRequest())).claimed).toHaveLength(10);
+    }
 
     const { rows } = await client.query<{ generic: number; custom: number }>(
       `SELECT generic_plans::int AS generic, custom_plans::int AS custom
@@ -93,14 +87,7 @@ describe('the settle statement', () => {
     // Statistics from a quiet moment: nothing claimed. Then a large group is claimed.
     await database.pool.query('ANALYZE settle_plan.messages');
     const claimToken = crypto.randomUUID();
-    const { claimed } = await outbox.store(db).claim({
-      now: new Date(Date.now() + 1000),
-      claimToken,
-      limit: 1300,
-      leaseMs: 60_000,
-      deadHeadBlocks: true,
-      kinds: ['test.kind'],
-    });
+    const { claimed } = await outbox.store(db).claim(claimRequest({ claimToken, limit: 1300 }));
     expect(claimed).toHaveLength(1300);
 
     const statements = outboxStatements('settle_plan');

@@ -5,6 +5,7 @@ import type { OutboxStore } from '../../src/core/outbox-store.js';
 import type { NewMessage } from '../../src/index.js';
 import { useTestDatabase } from '../support/database.js';
 import {
+  claimRequest,
   fakeClock,
   freshOutbox,
   recordingSender,
@@ -307,14 +308,7 @@ describe.each(DRIVER_NAMES)('drainOnce through %s', (driverName) => {
     });
     const clock = fakeClock();
     // A drain claims it and dies without settling.
-    const orphaned = await store.claim({
-      now: clock.now(),
-      claimToken: crypto.randomUUID(),
-      limit: 10,
-      leaseMs: 5000,
-      deadHeadBlocks: true,
-      kinds: ['test.kind'],
-    });
+    const orphaned = await store.claim(claimRequest({ now: clock.now(), leaseMs: 5000 }));
     expect(orphaned.claimed.map((m) => m.key)).toEqual([key]);
     clock.advance(6000);
     const sender = recordingSender();

@@ -1,6 +1,7 @@
 /** Fixtures for drain tests: a movable clock, seeded randomness, recording senders. */
 
 import type { DrainReport, StopReason } from '../../src/core/drain-settings.js';
+import type { ClaimRequest } from '../../src/core/outbox-store.js';
 import type { Clock } from '../../src/core/ports.js';
 import type { OutboundMessage, Sender } from '../../src/core/sender.js';
 import { createOutbox, type Outbox, type OutboxOptions } from '../../src/outbox.js';
@@ -115,5 +116,21 @@ export function drainReport(stopReason: StopReason, delivered = 1): DrainReport 
     senderSubrequests: 0,
     durationMs: 1,
     stopReason,
+  };
+}
+
+/**
+ * What a drain would ask a store for when it claims `test.kind` rows by hand: due a second from
+ * now, a fresh token, a minute's lease; `overrides` change any of it.
+ */
+export function claimRequest(overrides: Partial<ClaimRequest> = {}): ClaimRequest {
+  return {
+    now: new Date(Date.now() + 1000),
+    claimToken: crypto.randomUUID(),
+    limit: 10,
+    leaseMs: 60_000,
+    deadHeadBlocks: true,
+    kinds: ['test.kind'],
+    ...overrides,
   };
 }
