@@ -53,3 +53,57 @@ export function killChildren(): void {
     if (child.pid !== undefined && child.exitCode === null) child.kill('SIGTERM');
   }
 }
+
+/** A child that serves until stopped, announcing itself with its first line of output. */
+export interface ServingChild {
+  /** The first line the child printed (its address). */
+  firstLine: string;
+  /** SIGTERM, then waits for it to exit. */
+  stop(): Promise<void>;
+}
+
+/** How long a serving child may take to print its first line. */
+const SERVING_START_MS = 30_000;
+
+/** Starts a TypeScript file in a fresh `node --import tsx` process that serves until stopped. */
+export function startServingChild(
+  file: string,
+  env: Record<string, string>,
+  cwd: string,
+): Promise<ServingChild> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', file], {
+      cwd,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    running.add(child);
+    const exited = new Promise<void>((done) => child.once('close', () => done()));
+    void exited.then(() => running.delete(child));
+    const stop = async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    };
+    const timer = setTimeout(() => {
+      void stop();
+      reject(new Error(`${file} printed nothing in ${SERVING_START_MS} ms`));
+    }, SERVING_START_MS);
+    let output = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => {
+      output += chunk;
+      const end = output.indexOf('\n');
+      if (end < 0) return;
+      clearTimeout(timer);
+      resolve({ firstLine: output.slice(0, end), stop });
+    });
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    void exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`${file} exited before printing its address`));
+    });
+  });
+}

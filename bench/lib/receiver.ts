@@ -5,6 +5,8 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { startServingChild } from './children.js';
 
 export interface LoopbackReceiver {
   url: string;
@@ -15,10 +17,19 @@ export interface LoopbackReceiver {
   close(): Promise<void>;
 }
 
+/** Where a receiver answers with its counts at once, for a bench in another process. */
+export const COUNTS_PATH = '/counts';
+
 export async function startLoopbackReceiver(delayMs: number): Promise<LoopbackReceiver> {
   let received = 0;
   let arrived = 0;
   const server: Server = createServer((request, response) => {
+    if (request.method === 'GET' && request.url === COUNTS_PATH) {
+      // Read by a bench whose receiver runs in another process (startReceiverProcess).
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ received, arrived }));
+      return;
+    }
     request.resume();
     request.on('end', () => {
       arrived += 1;
@@ -48,6 +59,41 @@ export async function startLoopbackReceiver(delayMs: number): Promise<LoopbackRe
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/** The receiver as a rate-measuring scenario sees it, wherever it runs. */
+export interface RemoteReceiver {
+  url: string;
+  /** Requests answered so far. */
+  received(): Promise<number>;
+  close(): Promise<void>;
+}
+
+const RECEIVER_CHILD = fileURLToPath(new URL('../child/receiver-process.ts', import.meta.url));
+const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/**
+ * The receiver in a process of its own (bench/child/receiver-process.ts). Where a rate is
+ * measured, answering requests must not share the drain's event loop, as it would not with a
+ * real endpoint; the two cores are still shared, which no process boundary changes.
+ */
+export async function startReceiverProcess(delayMs: number): Promise<RemoteReceiver> {
+  const child = await startServingChild(
+    RECEIVER_CHILD,
+    { BENCH_RECEIVER_DELAY_MS: String(delayMs) },
+    REPO_ROOT,
+  );
+  const url = child.firstLine;
+  const countsUrl = new URL(COUNTS_PATH, url).toString();
+  return {
+    url,
+    async received() {
+      const response = await fetch(countsUrl);
+      const counts = (await response.json()) as { received: number };
+      return counts.received;
+    },
+    close: child.stop,
   };
 }
 

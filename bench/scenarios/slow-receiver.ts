@@ -5,7 +5,7 @@
  */
 import { scaled } from '../lib/config.js';
 import { rotated } from '../lib/order.js';
-import { fetchSend, type SendPayload, startLoopbackReceiver } from '../lib/receiver.js';
+import { fetchSend, type SendPayload, startReceiverProcess } from '../lib/receiver.js';
 import { SYSTEMS } from '../systems/index.js';
 import { SYSTEM_IDS } from '../systems/types.js';
 import { DrainCosts } from './drain-costs.js';
@@ -31,7 +31,7 @@ export const slowReceiverScenario: Scenario = {
   aliases: ['slow-receiver'],
   title: `Slow receiver: fetch to a loopback endpoint answering in ${RECEIVER_DELAY_MS} ms`,
   async run(context) {
-    const receiver = await startLoopbackReceiver(RECEIVER_DELAY_MS);
+    const receiver = await startReceiverProcess(RECEIVER_DELAY_MS);
     try {
       const send = fetchSend(receiver.url);
       for (const id of SYSTEM_IDS) await context.warmUp(SYSTEMS[id]);
@@ -48,17 +48,16 @@ export const slowReceiverScenario: Scenario = {
             // Open `concurrency` keep-alive connections first, so no system pays for them in
             // its drain (fetch closes idle sockets after 4 s).
             await openConnections(send, concurrency);
-            const before = receiver.received;
+            const before = await receiver.received();
             const result = await measureDrain(context, system, {
               messages,
               batchSize: THROUGHPUT_BATCH,
               concurrency,
               send,
             });
-            if (receiver.received - before !== messages) {
-              throw new Error(
-                `${system.label}: receiver got ${receiver.received - before} of ${messages}`,
-              );
+            const got = (await receiver.received()) - before;
+            if (got !== messages) {
+              throw new Error(`${system.label}: receiver got ${got} of ${messages}`);
             }
             costs.add(id, result);
           }

@@ -14,7 +14,7 @@ import { sleep } from '../lib/concurrency.js';
 import { scaled } from '../lib/config.js';
 import { rotated } from '../lib/order.js';
 import { benchPool } from '../lib/postgres.js';
-import { fetchSend, noopSend, type SendPayload, startLoopbackReceiver } from '../lib/receiver.js';
+import { fetchSend, noopSend, type SendPayload, startReceiverProcess } from '../lib/receiver.js';
 import { measurement, median } from '../lib/stats.js';
 import { SYSTEMS } from '../systems/index.js';
 import { BENCH_KIND, benchOutbox } from '../systems/outbox-relay.js';
@@ -69,7 +69,7 @@ export const sqlLatencyScenario: Scenario = {
   async run(context) {
     const system = SYSTEMS['outbox-relay'];
     const messages = scaled(context.config, 2000, 200);
-    const receiver = await startLoopbackReceiver(RECEIVER_DELAY_MS);
+    const receiver = await startReceiverProcess(RECEIVER_DELAY_MS);
     try {
       const senders = [
         { name: 'no-op send', send: noopSend },
