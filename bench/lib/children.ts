@@ -13,6 +13,18 @@ export interface ChildOutcome {
   signal: NodeJS.Signals | null;
 }
 
+/** A TypeScript file in a fresh `node --import tsx` process, tracked until it closes. */
+function spawnTypeScript(file: string, env: Record<string, string>, cwd: string) {
+  const child = spawn(process.execPath, ['--import', 'tsx', file], {
+    cwd,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  running.add(child);
+  child.once('close', () => running.delete(child));
+  return child;
+}
+
 /**
  * Runs a TypeScript file in a fresh `node --import tsx` process and collects its stdout. When
  * `killOn` aborts, the child gets SIGKILL: no handler runs, as when a runtime pulls the plug.
@@ -24,12 +36,7 @@ export function runTypeScriptChild(
   killOn?: AbortSignal,
 ): Promise<ChildOutcome> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', file], {
-      cwd,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    running.add(child);
+    const child = spawnTypeScript(file, env, cwd);
     killOn?.addEventListener('abort', () => child.kill('SIGKILL'), { once: true });
     let stdout = '';
     child.stdout.setEncoding('utf8');
@@ -40,10 +47,7 @@ export function runTypeScriptChild(
       running.delete(child);
       reject(error);
     });
-    child.once('close', (code, signal) => {
-      running.delete(child);
-      resolve({ stdout, code, signal });
-    });
+    child.once('close', (code, signal) => resolve({ stdout, code, signal }));
   });
 }
 
@@ -72,14 +76,8 @@ export function startServingChild(
   cwd: string,
 ): Promise<ServingChild> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', file], {
-      cwd,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    running.add(child);
+    const child = spawnTypeScript(file, env, cwd);
     const exited = new Promise<void>((done) => child.once('close', () => done()));
-    void exited.then(() => running.delete(child));
     const stop = async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await exited;
