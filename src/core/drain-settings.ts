@@ -229,7 +229,11 @@ export function resolveSettings(options: DrainOptions): Settings {
     }
   }
   for (const name of ['maxMessages', 'subrequestBudget'] as const) {
-    if (!(settings[name] >= 0)) throw new ConfigurationError(`drainOnce: ${name} must be >= 0`);
+    // Counts of messages and requests: a fraction would size a claim no statement can run.
+    const value = settings[name];
+    if (!(value >= 0) || (Number.isFinite(value) && !Number.isInteger(value))) {
+      throw new ConfigurationError(`drainOnce: ${name} must be a whole number >= 0`);
+    }
   }
   if (!Number.isFinite(settings.settleGroupMs) || settings.settleGroupMs < 0) {
     throw new ConfigurationError('drainOnce: settleGroupMs must be a number of ms >= 0');

@@ -44,4 +44,32 @@ describe('drain settings', () => {
     });
     expect(report).toMatchObject({ delivered: 1 });
   });
+
+  it('refuses a message or subrequest count that is not a whole number, before claiming', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    await outbox.enqueue(driver.db, { kind: 'test.kind', payload: {} });
+    const sender = recordingSender();
+    for (const [name, value] of [
+      ['maxMessages', 10.5],
+      ['subrequestBudget', 49.5],
+      ['subrequestBudget', -1],
+      ['maxMessages', Number.NaN],
+    ] as const) {
+      const error = await drainOnce({
+        store,
+        senders: { 'test.kind': sender.send },
+        [name]: value,
+      }).catch((e: unknown) => e);
+      expect(isOutboxError(error) && error.code).toBe('OUTBOX_CONFIGURATION');
+      expect((error as Error).message).toBe(`drainOnce: ${name} must be a whole number >= 0`);
+    }
+    expect(sender.calls).toHaveLength(0);
+    // Unbounded stays the default.
+    const report = await drainOnce({
+      store,
+      senders: { 'test.kind': sender.send },
+      maxMessages: Number.POSITIVE_INFINITY,
+    });
+    expect(report).toMatchObject({ delivered: 1 });
+  });
 });
