@@ -265,8 +265,11 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
       }
     }
     if (report.deliveredDeleted + report.deadDeleted > 0) {
+      // The second VACUUM recycles the index pages the first deleted (see takeTransactionId).
       await this.db.query(this.sql.reclaimPurgedSpace);
-      report.statements += 1;
+      await this.db.query(this.sql.takeTransactionId);
+      await this.db.query(this.sql.reclaimPurgedSpace);
+      report.statements += 3;
     }
     return report;
   }

@@ -25,6 +25,7 @@ export interface DrainStatements {
   purgeDead: string;
   purgeDeliveryCounts: string;
   reclaimPurgedSpace: string;
+  takeTransactionId: string;
 }
 
 /** Every statement of the store: the drain's and housekeeping's here, the operators' beside. */
@@ -314,14 +315,24 @@ export function outboxStatements(
     purgeDeliveryCounts: `DELETE FROM ${quotedSchema}.delivery_counts WHERE minute < $1`,
 
     /**
-     * No parameters; run after a purge that deleted rows, outside any transaction block. Makes
-     * the space of rows deleted by settle (messages) and purge (both tables) reusable now,
-     * instead of at autovacuum's next wake-up (autovacuum_naptime, 60 s by default): until a
-     * vacuum, every enqueue and settle extends the files, and files never shrink back. Measured
-     * in docs/benchmarks.md, scenario 7. SKIP_LOCKED: a table that another vacuum (autovacuum,
-     * a concurrent purge) is working on is skipped rather than waited for. Only a table's owner
-     * may vacuum it; any other role gets a warning per table and nothing is done.
+     * No parameters; run after a purge that deleted rows, outside any transaction block, twice
+     * with {@link takeTransactionId} between. Makes the space of rows deleted by settle
+     * (messages) and purge (both tables) reusable now, instead of at autovacuum's next wake-up
+     * (autovacuum_naptime, 60 s by default): until a vacuum, every enqueue and settle extends
+     * the files, and files never shrink back. Measured in docs/benchmarks.md, scenario 7.
+     * SKIP_LOCKED: a table that another vacuum (autovacuum, a concurrent purge) is working on is
+     * skipped rather than waited for. Only a table's owner may vacuum it; any other role gets a
+     * warning per table and nothing is done.
      */
     reclaimPurgedSpace: `VACUUM (SKIP_LOCKED) ${messages}, ${delivered}`,
+
+    /**
+     * No parameters; run between the purge's two VACUUMs. An index page a VACUUM deletes may be
+     * handed out again only once every transaction that could still reach it has ended, which
+     * PostgreSQL judges by transaction ids: with none taken since, the pages wait for the next
+     * VACUUM, and the indexes hold two purges' worth of pages. Taking one (and committing) lets
+     * the second VACUUM recycle them at once, when no older transaction is still open.
+     */
+    takeTransactionId: 'SELECT pg_current_xact_id()',
   };
 }

@@ -44,11 +44,18 @@ describe.each(DRIVER_NAMES)('purge space through %s', (driverName) => {
     const sizes: number[] = [];
     for (let i = 0; i < 10; i++) sizes.push(await cycle());
     // Without the vacuum every cycle adds its rows' size again: cycle 10 is about 4x cycle 2.
-    // With it, freed heap pages are refilled and index pages freed by one vacuum are recycled
-    // after the next, so the sizes level off from the second cycle (within 10% here when alone,
-    // up to 1.9x on PostgreSQL 14 with the whole suite running: reuse can come a cycle or two
-    // late). Ten cycles keep the two cases far apart.
-    expect(sizes[9]).toBeLessThan(sizes[1]! * 3);
+    // With it, freed heap pages are refilled. On PostgreSQL 18 the index pages the first vacuum
+    // deleted are recycled by the second, so the tables stay about the size of one cycle (with
+    // one vacuum the indexes held two cycles' pages: cycle 10 was about 2x cycle 1). On 14 a
+    // deleted index page waited for the next purge whenever other test files ran beside this
+    // one (it passed alone), as if a transaction in another database held it back: reuse can
+    // come a cycle or two late there (up to 1.9x cycle 2 seen), and ten cycles keep the cases
+    // apart. Versions between are held to the looser bound: they were not measured.
+    const { rows } = await database.pool.query<{ version: number }>(
+      "SELECT current_setting('server_version_num')::int AS version",
+    );
+    if (rows[0]!.version >= 180000) expect(sizes[9]).toBeLessThan(sizes[0]! * 1.5);
+    else expect(sizes[9]).toBeLessThan(sizes[1]! * 3);
   });
 
   it('a purge that deleted nothing runs no VACUUM', async () => {
