@@ -1,5 +1,4 @@
 import { ValidationError } from '../core/errors.js';
-import type { JsonValue } from '../core/message.js';
 import { isMessageId } from '../core/message-id.js';
 import {
   type ClaimedMessage,
@@ -16,6 +15,14 @@ import {
 } from '../core/outbox-store.js';
 import type { SqlExecutor } from '../core/ports.js';
 import type { PurgeReport, PurgeRequest, PurgeStore } from '../core/purge.js';
+import {
+  type ClaimedRow,
+  claimedFromRow,
+  type MessageRow,
+  messageFromRow,
+  toDate,
+  toDateOrNull,
+} from './message-rows.js';
 import { DEFAULT_SCHEMA, quoteSchema } from './schema-name.js';
 import { type OutboxStatements, outboxStatements } from './statements.js';
 
@@ -281,81 +288,6 @@ export interface DeliveryCount {
   /** Attempts that failed (retried or set aside). */
   failed: number;
   dead: number;
-}
-
-/** A row as the drivers return it: int8 as string, timestamptz as Date, jsonb parsed. */
-interface MessageRow {
-  id: string | number;
-  key: string;
-  kind: string;
-  payload: JsonValue;
-  ordering_key: string | null;
-  dedupe_key: string | null;
-  state: MessageState;
-  attempts: number;
-  max_attempts: number;
-  due_at: Date | string;
-  claimed_at: Date | string | null;
-  last_error: string | null;
-  created_at: Date | string;
-  delivered_at: Date | string | null;
-  dead_at: Date | string | null;
-}
-
-function messageFromRow(row: MessageRow): MessageRecord {
-  return {
-    id: String(row.id),
-    key: row.key,
-    kind: row.kind,
-    payload: row.payload,
-    orderingKey: row.ordering_key,
-    dedupeKey: row.dedupe_key,
-    state: row.state,
-    attempts: Number(row.attempts),
-    maxAttempts: Number(row.max_attempts),
-    dueAt: toDate(row.due_at),
-    claimedAt: toDateOrNull(row.claimed_at),
-    lastError: row.last_error,
-    createdAt: toDate(row.created_at),
-    deliveredAt: toDateOrNull(row.delivered_at),
-    deadAt: toDateOrNull(row.dead_at),
-  };
-}
-
-/** A claim's row: CLAIMED_COLUMNS. */
-type ClaimedRow = Pick<
-  MessageRow,
-  | 'id'
-  | 'key'
-  | 'kind'
-  | 'payload'
-  | 'ordering_key'
-  | 'attempts'
-  | 'max_attempts'
-  | 'created_at'
-  | 'state'
->;
-
-function claimedFromRow(row: ClaimedRow, claimToken: string): ClaimedMessage {
-  return {
-    id: String(row.id),
-    key: row.key,
-    kind: row.kind,
-    payload: row.payload,
-    orderingKey: row.ordering_key,
-    attempts: Number(row.attempts),
-    maxAttempts: Number(row.max_attempts),
-    createdAt: toDate(row.created_at),
-    claimToken,
-  };
-}
-
-function toDate(value: unknown): Date {
-  return value instanceof Date ? value : new Date(String(value));
-}
-
-function toDateOrNull(value: unknown): Date | null {
-  return value === null || value === undefined ? null : toDate(value);
 }
 
 /** The text form Postgres accepts for a `uuid` column, as message keys are written. */

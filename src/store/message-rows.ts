@@ -1,0 +1,81 @@
+/**
+ * Message rows as the drivers return them, turned into the core's records: whole records for
+ * lists and lookups (MESSAGE_COLUMNS), the lean claimed message for the drain (CLAIMED_COLUMNS).
+ */
+import type { JsonValue } from '../core/message.js';
+import type { ClaimedMessage, MessageRecord, MessageState } from '../core/outbox-store.js';
+
+/** A row as the drivers return it: int8 as string, timestamptz as Date, jsonb parsed. */
+export interface MessageRow {
+  id: string | number;
+  key: string;
+  kind: string;
+  payload: JsonValue;
+  ordering_key: string | null;
+  dedupe_key: string | null;
+  state: MessageState;
+  attempts: number;
+  max_attempts: number;
+  due_at: Date | string;
+  claimed_at: Date | string | null;
+  last_error: string | null;
+  created_at: Date | string;
+  delivered_at: Date | string | null;
+  dead_at: Date | string | null;
+}
+
+export function messageFromRow(row: MessageRow): MessageRecord {
+  return {
+    id: String(row.id),
+    key: row.key,
+    kind: row.kind,
+    payload: row.payload,
+    orderingKey: row.ordering_key,
+    dedupeKey: row.dedupe_key,
+    state: row.state,
+    attempts: Number(row.attempts),
+    maxAttempts: Number(row.max_attempts),
+    dueAt: toDate(row.due_at),
+    claimedAt: toDateOrNull(row.claimed_at),
+    lastError: row.last_error,
+    createdAt: toDate(row.created_at),
+    deliveredAt: toDateOrNull(row.delivered_at),
+    deadAt: toDateOrNull(row.dead_at),
+  };
+}
+
+/** A claim's row: CLAIMED_COLUMNS. */
+export type ClaimedRow = Pick<
+  MessageRow,
+  | 'id'
+  | 'key'
+  | 'kind'
+  | 'payload'
+  | 'ordering_key'
+  | 'attempts'
+  | 'max_attempts'
+  | 'created_at'
+  | 'state'
+>;
+
+export function claimedFromRow(row: ClaimedRow, claimToken: string): ClaimedMessage {
+  return {
+    id: String(row.id),
+    key: row.key,
+    kind: row.kind,
+    payload: row.payload,
+    orderingKey: row.ordering_key,
+    attempts: Number(row.attempts),
+    maxAttempts: Number(row.max_attempts),
+    createdAt: toDate(row.created_at),
+    claimToken,
+  };
+}
+
+export function toDate(value: unknown): Date {
+  return value instanceof Date ? value : new Date(String(value));
+}
+
+export function toDateOrNull(value: unknown): Date | null {
+  return value === null || value === undefined ? null : toDate(value);
+}
