@@ -8,6 +8,7 @@ import type { DrainReport } from './drain-settings.js';
 import { describeError, OutboxError } from './errors.js';
 import type { SettleRequest } from './outbox-store.js';
 import type { Logger } from './ports.js';
+import type { Settlement } from './settlement.js';
 
 /** Attempts at writing a group's outcomes before giving up (the lease then covers for us). */
 const SETTLE_TRIES = 5;
@@ -142,6 +143,14 @@ function pause(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** The report's count for each recorded outcome. */
+const REPORTED_AS = {
+  delivered: 'delivered',
+  retry: 'retried',
+  dead: 'dead',
+  release: 'released',
+} as const satisfies Record<Settlement['outcome'], keyof DrainReport>;
+
 function tally(
   requests: readonly SettleRequest[],
   stale: ReadonlySet<string>,
@@ -154,19 +163,6 @@ function tally(
       logger.warn('stale settle: another drain owns this message now', { id, settlement });
       continue;
     }
-    switch (settlement.outcome) {
-      case 'delivered':
-        report.delivered += 1;
-        break;
-      case 'retry':
-        report.retried += 1;
-        break;
-      case 'dead':
-        report.dead += 1;
-        break;
-      case 'release':
-        report.released += 1;
-        break;
-    }
+    report[REPORTED_AS[settlement.outcome]] += 1;
   }
 }
