@@ -7,10 +7,10 @@
  *   BENCH_SYSTEM=outbox-relay BENCH_DATABASE_URL=... BENCH_EXPECTED=50000 \
  *   BENCH_BATCH=100 BENCH_CONCURRENCY=10 node --import tsx bench/child/drain-process.ts
  *
- * With BENCH_SEND_URL, each message is POSTed there (fetchSend) instead of dropped: the crash
+ * With BENCH_SEND_URL, each message is POSTed there (postJson) instead of dropped: the crash
  * scenario counts what arrives and kills this process mid-drain.
  */
-import { fetchSend, noopSend } from '../lib/receiver.js';
+import { noopSend, postJson } from '../lib/receiver.js';
 import { systemById } from '../systems/index.js';
 
 /** What the child prints; the memory scenario parses it. */
@@ -54,7 +54,7 @@ try {
     expected,
     batchSize: Number(required('BENCH_BATCH')),
     concurrency: Number(required('BENCH_CONCURRENCY')),
-    send: process.env.BENCH_SEND_URL ? fetchSend(process.env.BENCH_SEND_URL) : noopSend,
+    send: process.env.BENCH_SEND_URL ? postJson(process.env.BENCH_SEND_URL) : noopSend,
     timeLimitMs: 10 * 60 * 1000,
   });
   sample();

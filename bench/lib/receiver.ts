@@ -2,9 +2,17 @@
  * A loopback HTTP receiver that answers every request after a fixed delay: the "slow
  * webhook endpoint" every system sends to in the slow-receiver cases. It listens on
  * 127.0.0.1 only and counts what it received, so a case can check nothing was lost.
+ *
+ * It stands in for an endpoint on another machine, so it should cost the two shared cores as
+ * little as it can: it is a minimal HTTP/1.1 responder on a TCP server, not node:http. With
+ * node:http answering and fetch sending, a send loop with no queue at all reached 0.42 to 0.74
+ * of the ideal at 50 in flight on this machine; with this responder and `postJson`, 0.89 to
+ * 0.91 (docs/benchmarks.md, scenario 2). It reads only what the bench's senders write: keep-alive
+ * requests whose body has a content-length; anything else closes the connection.
  */
-import { createServer, type Server } from 'node:http';
+import { Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { startServingChild } from './children.js';
 
@@ -20,27 +28,56 @@ export interface LoopbackReceiver {
 /** Where a receiver answers with its counts at once, for a bench in another process. */
 export const COUNTS_PATH = '/counts';
 
+const HEAD_END = Buffer.from('\r\n\r\n');
+/** Longest request head read; a longer one is not from the bench's senders. */
+const MAX_HEAD_BYTES = 8192;
+const NO_CONTENT = Buffer.from('HTTP/1.1 204 No Content\r\nKeep-Alive: timeout=60\r\n\r\n');
+const CONTENT_LENGTH = /\r\ncontent-length: *(\d+)/i;
+
 export async function startLoopbackReceiver(delayMs: number): Promise<LoopbackReceiver> {
   let received = 0;
   let arrived = 0;
-  const server: Server = createServer((request, response) => {
-    if (request.method === 'GET' && request.url === COUNTS_PATH) {
+  const sockets = new Set<Socket>();
+
+  const answer = (socket: Socket, head: string): void => {
+    if (head.startsWith(`GET ${COUNTS_PATH} `)) {
       // Read by a bench whose receiver runs in another process (startReceiverProcess).
-      response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(JSON.stringify({ received, arrived }));
+      const body = JSON.stringify({ received, arrived });
+      socket.write(
+        `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
       return;
     }
-    request.resume();
-    request.on('end', () => {
-      arrived += 1;
-      setTimeout(() => {
-        received += 1;
-        response.writeHead(204).end();
-      }, delayMs);
+    arrived += 1;
+    setTimeout(() => {
+      received += 1;
+      if (!socket.destroyed) socket.write(NO_CONTENT);
+    }, delayMs);
+  };
+
+  const server: Server = createServer((socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    socket.setNoDelay(true);
+    let pending: Buffer = Buffer.alloc(0);
+    socket.on('data', (chunk: Buffer) => {
+      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+      for (;;) {
+        const headEnd = pending.indexOf(HEAD_END);
+        if (headEnd < 0) {
+          if (pending.length > MAX_HEAD_BYTES) socket.destroy();
+          return;
+        }
+        const head = pending.toString('latin1', 0, headEnd);
+        const length = Number(CONTENT_LENGTH.exec(head)?.[1] ?? 0);
+        const requestEnd = headEnd + HEAD_END.length + length;
+        if (pending.length < requestEnd) return;
+        pending = pending.subarray(requestEnd);
+        answer(socket, head);
+      }
     });
+    socket.on('error', () => socket.destroy());
   });
-  // Keep connections open between requests, as a real endpoint behind a load balancer does.
-  server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', resolve);
@@ -56,7 +93,7 @@ export async function startLoopbackReceiver(delayMs: number): Promise<LoopbackRe
     },
     close: () =>
       new Promise<void>((resolve) => {
-        server.closeAllConnections();
+        for (const socket of sockets) socket.destroy();
         server.close(() => resolve());
       }),
   };
@@ -104,17 +141,41 @@ export type SendPayload = (payload: unknown) => Promise<void>;
 export const noopSend: SendPayload = async () => {};
 
 /**
- * POSTs the payload as JSON to `url` with the global fetch (undici, keep-alive), and fails on
- * a non-2xx answer, as a webhook sender would.
+ * POSTs the payload as JSON to `url` over node:http with a keep-alive agent, and fails on a
+ * non-2xx answer, as a webhook sender would. Not fetch: Node 20's fetch spent about 580 µs of
+ * CPU per request here against about 150 for node:http, and on two shared cores that CPU was
+ * the ceiling of every system at 50 in flight.
  */
-export function fetchSend(url: string): SendPayload {
-  return async (payload) => {
-    const response = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(payload),
+export function postJson(url: string): SendPayload {
+  const target = new URL(url);
+  const agent = new Agent({ keepAlive: true });
+  return (payload) => {
+    const body = JSON.stringify(payload);
+    return new Promise<void>((resolve, reject) => {
+      const outgoing = request(
+        {
+          agent,
+          host: target.hostname,
+          port: target.port,
+          path: target.pathname,
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+          },
+        },
+        (response) => {
+          response.resume();
+          response.once('error', reject);
+          response.once('end', () => {
+            const status = response.statusCode ?? 0;
+            if (status >= 200 && status < 300) resolve();
+            else reject(new Error(`receiver answered ${status}`));
+          });
+        },
+      );
+      outgoing.once('error', reject);
+      outgoing.end(body);
     });
-    await response.arrayBuffer();
-    if (!response.ok) throw new Error(`receiver answered ${response.status}`);
   };
 }

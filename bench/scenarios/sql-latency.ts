@@ -14,7 +14,7 @@ import { sleep } from '../lib/concurrency.js';
 import { scaled } from '../lib/config.js';
 import { rotated } from '../lib/order.js';
 import { benchPool } from '../lib/postgres.js';
-import { fetchSend, noopSend, type SendPayload, startReceiverProcess } from '../lib/receiver.js';
+import { noopSend, postJson, type SendPayload, startReceiverProcess } from '../lib/receiver.js';
 import { measurement, median } from '../lib/stats.js';
 import { SYSTEMS } from '../systems/index.js';
 import { BENCH_KIND, benchOutbox } from '../systems/outbox-relay.js';
@@ -75,7 +75,7 @@ export const sqlLatencyScenario: Scenario = {
         { name: 'no-op send', send: noopSend },
         {
           name: `${RECEIVER_DELAY_MS} ms receiver (ideal ${CONCURRENCY * (1000 / RECEIVER_DELAY_MS)} msg/s)`,
-          send: fetchSend(receiver.url),
+          send: postJson(receiver.url),
         },
       ];
       await context.warmUp(system);
