@@ -1,7 +1,8 @@
 /**
- * The three numbers every throughput case reports per system: delivered messages per second,
- * and the server's CPU and WAL per delivered message (bench/lib/server-cost.ts), collected run
- * by run and turned into three table rows.
+ * The four numbers every throughput case reports per system: delivered messages per second,
+ * the server's CPU and WAL per delivered message (bench/lib/server-cost.ts), and the CPU of the
+ * process running the drain per delivered message, collected run by run and turned into four
+ * table rows. On a busy machine the two CPU rows say what the rate would be on a quiet one.
  */
 import { RunsBySystem } from '../lib/stats.js';
 import type { SystemId } from '../systems/types.js';
@@ -12,6 +13,7 @@ export class DrainCosts {
   readonly rates = new RunsBySystem<SystemId>();
   readonly cpu = new RunsBySystem<SystemId>();
   readonly wal = new RunsBySystem<SystemId>();
+  readonly clientCpu = new RunsBySystem<SystemId>();
 
   add(id: SystemId, result: DrainMeasurement): void {
     this.rates.add(id, result.drainRate);
@@ -19,9 +21,12 @@ export class DrainCosts {
       this.cpu.add(id, result.serverCpuMicrosPerMessage);
     }
     this.wal.add(id, result.walBytesPerMessage);
+    if (Number.isFinite(result.clientCpuMicrosPerMessage)) {
+      this.clientCpu.add(id, result.clientCpuMicrosPerMessage);
+    }
   }
 
-  /** The rate row labelled `label`, then "PostgreSQL CPU" and "WAL" rows for the same runs. */
+  /** The rate row labelled `label`, then CPU (server, client) and WAL rows for the same runs. */
   rows(scenario: string, label: string, absent?: ResultRow['absent']): ResultRow[] {
     return [
       {
@@ -38,6 +43,14 @@ export class DrainCosts {
         unit: 'µs',
         better: 'lower',
         values: this.cpu.measurements(),
+        absent,
+      },
+      {
+        scenario,
+        label: 'same: CPU of the process running the drain, per delivered message',
+        unit: 'µs',
+        better: 'lower',
+        values: this.clientCpu.measurements(),
         absent,
       },
       {

@@ -110,6 +110,12 @@ export interface DrainMeasurement {
    * microseconds (bench/lib/server-cost.ts); NaN where /proc cannot be read.
    */
   serverCpuMicrosPerMessage: number;
+  /**
+   * CPU time of this process (the bench, where every system's drain runs) during the drain, per
+   * delivered message, in microseconds: the client side of the same work, as steady as the
+   * server's because it counts work done, not time waited.
+   */
+  clientCpuMicrosPerMessage: number;
   /** True when the time limit ended the drain before everything was delivered. */
   cutOff: boolean;
 }
@@ -137,6 +143,7 @@ export async function measureDrain(
 
     const timeLimitMs = drainCase.timeLimitMs ?? DEFAULT_DRAIN_LIMIT_MS;
     const before = await context.postgres.cost.snapshot();
+    const clientBefore = process.cpuUsage();
     const result = await handle.drain({
       expected: drainCase.messages,
       batchSize: drainCase.batchSize,
@@ -145,6 +152,7 @@ export async function measureDrain(
       timeLimitMs,
       style: drainCase.style,
     });
+    const client = process.cpuUsage(clientBefore);
     const cost = await context.postgres.cost.since(before);
     const cutOff = result.delivered < drainCase.messages;
     if (cutOff && drainCase.timeLimitMs === undefined) {
@@ -165,6 +173,8 @@ export async function measureDrain(
         result.delivered > 0 && cost.cpuMicros !== null
           ? cost.cpuMicros / result.delivered
           : Number.NaN,
+      clientCpuMicrosPerMessage:
+        result.delivered > 0 ? (client.user + client.system) / result.delivered : Number.NaN,
       cutOff,
     };
   } finally {
