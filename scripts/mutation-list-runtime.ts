@@ -2,12 +2,19 @@
  * Mutations outside the SQL: the drain loop and its settings, the retry policy, validation,
  * the HTTP driver's transaction, and the reference service's after-commit kick.
  */
-import { CRASH_TEST, DEADLINE_TEST, drainTest, type Mutation } from './mutation.js';
+import { CRASH_TEST, DEADLINE_TEST, drainTest, type Mutation, type NamedTest } from './mutation.js';
 
 const DRAIN = 'src/core/drain.ts';
 const SEND = 'src/core/send-outcome.ts';
 const APP_TEST = 'test/reference-service/app.test.ts';
 const BUDGET_TEST_FILE = 'test/store/subrequest-budget.test.ts';
+
+/** The node-pg variant of a test in test/store/claim-cursor.test.ts. */
+const cursorTest = (name: string): NamedTest => ({
+  file: 'test/store/claim-cursor.test.ts',
+  name,
+  driver: 'node-pg',
+});
 
 export const RUNTIME_MUTATIONS: readonly Mutation[] = [
   {
@@ -205,6 +212,22 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     tests: [
       drainTest(
         'sets a permanent failure aside after one attempt, and an operator retry delivers it',
+      ),
+    ],
+  },
+  {
+    name: 'never claim from the start within a backlog',
+    row: 20,
+    edits: [
+      {
+        file: DRAIN,
+        find: 'run.claimsSinceFullScan < CLAIMS_PER_FULL_SCAN - 1',
+        replace: 'true',
+      },
+    ],
+    tests: [
+      cursorTest(
+        'a row that comes due behind the cursor goes out with the next scan from the start',
       ),
     ],
   },

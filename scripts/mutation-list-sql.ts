@@ -223,4 +223,44 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
       },
     ],
   },
+  {
+    name: 'a claim after a cursor ignores it',
+    row: 20,
+    edits: [
+      {
+        file: STATEMENTS,
+        find: "'AND (m.due_at, m.id) > ($6::timestamptz, $7::bigint)'",
+        replace: "''",
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/claim-cursor.test.ts',
+        name: 'take rows after the cursor first, top up from the start, and name the last row taken',
+        driver: 'node-pg',
+      },
+      {
+        file: 'test/store/claim-plan.test.ts',
+        name: 'starts its scan of the due index at the cursor, and looks from the start only when short',
+      },
+    ],
+  },
+  {
+    name: 'a short claim after a cursor does not look from the start',
+    row: 20,
+    edits: [
+      {
+        file: STATEMENTS,
+        find: 'due AS (SELECT id FROM ahead UNION ALL SELECT id FROM behind),',
+        replace: 'due AS (SELECT id FROM ahead),',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/claim-cursor.test.ts',
+        name: 'a row that comes due behind the cursor as the backlog runs out still goes out in this drain',
+        driver: 'node-pg',
+      },
+    ],
+  },
 ];

@@ -3,7 +3,7 @@
  * arithmetic they share.
  */
 import type { DrainOptions, DrainReport, Settings, StopReason } from './drain-settings.js';
-import type { ClaimedMessage } from './outbox-store.js';
+import type { ClaimCursor, ClaimedMessage } from './outbox-store.js';
 
 /** A claimed row waiting for a lane, with what proves and bounds its ownership. */
 export interface QueuedMessage {
@@ -32,6 +32,10 @@ export interface DrainRun {
   lastClaimFound: boolean;
   /** Claims are over for this drain: a stop reason held, or a failure. */
   claimsOver: boolean;
+  /** Where the next claim of a backlog may start its scan: the last row claimed so far. */
+  cursor: ClaimCursor | undefined;
+  /** Claims since the last one that scanned from the start of the due order. */
+  claimsSinceFullScan: number;
   /** How long the last claim took, ms: the time the queue must last while the next one runs. */
   claimMs: number;
   /** A moving average of how long a send takes, ms. */
@@ -64,6 +68,8 @@ export function newRun(
     moreDue: true,
     lastClaimFound: false,
     claimsOver: false,
+    cursor: undefined,
+    claimsSinceFullScan: 0,
     claimMs: 0,
     sendMs: 0,
     budgetRefused: false,

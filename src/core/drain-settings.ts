@@ -171,6 +171,26 @@ export const DEFAULT_SETTLE_GROUP_SIZE = 32;
  */
 export const DEFAULT_SETTLE_GROUP_MS = 5;
 
+/**
+ * Once a drain has claimed this many rows, its claims start their scan after the last row it
+ * claimed. Settle deletes delivered rows, but their index entries stay at the head of the due
+ * order until a vacuum, and a scan from the start steps over every one: with 290,000 delivered
+ * since the last vacuum a claim of 100 took 3.2 ms from the start and 1.2 ms from the cursor.
+ * Below about 10,000 the two cost the same (the claim after a cursor carries a second scan,
+ * run only when the first comes back short), so smaller drains claim exactly as before.
+ * Measured in docs/benchmarks.md ("The claim's cursor").
+ */
+export const CURSOR_FROM_CLAIMED = 10_000;
+
+/**
+ * Of the claims that may start at the cursor, every fourth scans from the start of the due
+ * order instead, for what came due behind the cursor while the backlog lasts: an ordering key's
+ * next message once its head is delivered, a lease that ran out. A claim after the cursor that
+ * does not fill its batch takes rows from the start as well, so a short claim still means
+ * nothing more was due.
+ */
+export const CLAIMS_PER_FULL_SCAN = 4;
+
 /** Largest batch and concurrency a drain accepts: beyond these a claim or a settle gets unwieldy. */
 export const MAX_BATCH_SIZE = 1000;
 export const MAX_CONCURRENCY = 1000;

@@ -10,6 +10,8 @@ import {
   type QueuedMessage,
 } from './drain-run.js';
 import {
+  CLAIMS_PER_FULL_SCAN,
+  CURSOR_FROM_CLAIMED,
   type DrainOptions,
   type DrainReport,
   deadlineReader,
@@ -160,7 +162,8 @@ function claimIfLow(run: DrainRun, settles: SettleGroups): void {
   if (!low) return;
   // A short claim means nothing more was due then: claim once more only when all is idle (for
   // work that came due meanwhile, such as the next message of an ordering key whose head was
-  // just sent), and stop at the first claim that finds nothing.
+  // just sent), and stop at the first claim that finds nothing. A claim after a cursor that
+  // comes back short has looked from the start of the due order too (see claimStatement).
   const idle = !run.moreDue;
   if (idle) {
     if (!run.lastClaimFound) run.claimsOver = true;
@@ -232,8 +235,16 @@ async function claim(run: DrainRun): Promise<void> {
       budgetLeft(run) - run.queue.length - settleToOwe,
     ),
   );
+  // Deep in a backlog, start after the last row claimed; see CURSOR_FROM_CLAIMED.
+  const after =
+    run.moreDue &&
+    !run.options.keys &&
+    report.claimed >= CURSOR_FROM_CLAIMED &&
+    run.claimsSinceFullScan < CLAIMS_PER_FULL_SCAN - 1
+      ? run.cursor
+      : undefined;
   const startedAt = performance.now();
-  const { claimed, exhausted } = await settings.store.claim({
+  const { claimed, exhausted, last } = await settings.store.claim({
     now: claimedAt,
     claimToken,
     limit,
@@ -241,8 +252,11 @@ async function claim(run: DrainRun): Promise<void> {
     keys: run.options.keys,
     deadHeadBlocks: settings.deadHeadBlocks,
     kinds: settings.kinds,
+    after,
   });
   run.claimMs = performance.now() - startedAt;
+  run.claimsSinceFullScan = after ? run.claimsSinceFullScan + 1 : 0;
+  if (last) run.cursor = last;
   report.claimed += claimed.length;
   report.dead += exhausted.length;
   run.moreDue = claimed.length >= limit || exhausted.length > 0;

@@ -47,6 +47,12 @@ export interface ClaimedMessage {
 /** A row a claim set aside as dead: its final attempt's lease ran out without an outcome. */
 export type ExhaustedMessage = Pick<MessageRecord, 'id' | 'key' | 'kind' | 'attempts'>;
 
+/** A row's place in due order: due time, then id. */
+export interface ClaimCursor {
+  dueAt: Date;
+  id: string;
+}
+
 export interface ClaimRequest {
   now: Date;
   claimToken: string;
@@ -58,6 +64,13 @@ export interface ClaimRequest {
   deadHeadBlocks: boolean;
   /** Claim only these kinds: the ones this drain has senders for. */
   kinds: readonly string[];
+  /**
+   * Claim only rows after this one in due order (an earlier claim's `last`). The scan then
+   * starts there instead of stepping over every row delivered since the last vacuum, whose
+   * index entries stay at the head of the due order until then. Rows behind it (a lease that
+   * ran out, an ordering key's next message) wait for a claim without it.
+   */
+  after?: ClaimCursor;
 }
 
 export interface ClaimResult {
@@ -65,6 +78,8 @@ export interface ClaimResult {
   claimed: ClaimedMessage[];
   /** Rows the claim set aside as dead: their final attempt's lease ran out unsettled. */
   exhausted: ExhaustedMessage[];
+  /** The last row this claim took, claimed or set aside, in due order; absent when none. */
+  last?: ClaimCursor;
 }
 
 export interface SettleRequest {

@@ -56,7 +56,10 @@ export type ClaimedRow = Pick<
   | 'max_attempts'
   | 'created_at'
   | 'state'
->;
+> & {
+  /** The row's due time as epoch milliseconds (float8: a number, or text from some drivers). */
+  due_ms: number | string;
+};
 
 export function claimedFromRow(row: ClaimedRow, claimToken: string): ClaimedMessage {
   return {

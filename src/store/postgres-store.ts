@@ -79,7 +79,10 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
           [...request.keys],
           request.limit,
         ])
-      : await this.db.query<ClaimedRow>(this.sql.claimDueMessages(request.limit), shared);
+      : await this.db.query<ClaimedRow>(
+          this.sql.claimDueMessages(request.limit, request.after !== undefined),
+          request.after ? [...shared, request.after.dueAt, request.after.id] : shared,
+        );
     const claimed: ClaimedMessage[] = [];
     const exhausted: ExhaustedMessage[] = [];
     for (const row of result.rows) {
@@ -90,7 +93,11 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
         exhausted.push({ id, key, kind, attempts });
       }
     }
-    return { claimed, exhausted };
+    const lastRow = result.rows.at(-1);
+    if (!lastRow) return { claimed, exhausted };
+    // Due times are whole milliseconds (enqueue truncates them; later writes come from Dates).
+    const last = { dueAt: new Date(Math.round(Number(lastRow.due_ms))), id: String(lastRow.id) };
+    return { claimed, exhausted, last };
   }
 
   async settle(requests: readonly SettleRequest[], now: Date): Promise<SettleResult> {

@@ -60,8 +60,65 @@ describe('the claim statement', () => {
 interface PlanNode {
   'Node Type': string;
   'CTE Name'?: string;
+  'Index Name'?: string;
+  'Index Cond'?: string;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
   Plans?: PlanNode[];
 }
+
+function allNodes(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(allNodes)];
+}
+
+describe('the claim after a cursor', () => {
+  it('starts its scan of the due index at the cursor, and looks from the start only when short', async () => {
+    const db = pgExecutor(database.pool);
+    const outbox = createOutbox({ schema: 'cursor_plan', kinds: { 'test.kind': true } });
+    await outbox.migrate(db);
+    await outbox.enqueue(
+      db,
+      Array.from({ length: 500 }, (_, n) => ({ kind: 'test.kind', payload: { n } })),
+    );
+    await database.pool.query('ANALYZE cursor_plan.messages');
+    const { last } = await outbox.store(db).claim(claimRequest({ limit: 100 }));
+    const request = claimRequest({ limit: 100 });
+    const client = await database.pool.connect();
+    try {
+      // Executed (ANALYZE), so loops show which scans ran; rolled back.
+      await client.query('BEGIN');
+      const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+        `EXPLAIN (ANALYZE, FORMAT JSON) ${outboxStatements('cursor_plan').claimDueMessages(100, true)}`,
+        [
+          request.now,
+          request.claimToken,
+          request.leaseMs,
+          request.deadHeadBlocks,
+          request.kinds,
+          last!.dueAt,
+          last!.id,
+        ],
+      );
+      const scans = allNodes(rows[0]!['QUERY PLAN'][0].Plan).filter(
+        (node) => node['Index Name'] === 'messages_claimable',
+      );
+      const ahead = scans.filter((node) =>
+        /ROW\((m\.)?due_at, (m\.)?id\) > ROW\(/.test(node['Index Cond'] ?? ''),
+      );
+      const behind = scans.filter((node) =>
+        /ROW\((m\.)?due_at, (m\.)?id\) <= ROW\(/.test(node['Index Cond'] ?? ''),
+      );
+      // The cursor bounds each scan (an index condition) rather than filtering rows after it.
+      expect([scans.length, ahead.length, behind.length]).toEqual([2, 1, 1]);
+      // 100 rows lay after the cursor, so the scan from the start never ran.
+      expect(ahead[0]!['Actual Rows']).toBe(100);
+      expect(behind[0]!['Actual Loops']).toBe(0);
+    } finally {
+      await client.query('ROLLBACK').catch(() => {});
+      client.release();
+    }
+  });
+});
 
 /** Every nested loop that rescans a CTE for each outer row: time grows with the square of a group. */
 function loopsOverCtes(node: PlanNode): string[] {

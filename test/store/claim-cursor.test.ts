@@ -1,0 +1,182 @@
+/**
+ * A drain deep in a backlog (CURSOR_FROM_CLAIMED rows claimed) starts each claim after the last
+ * row it claimed, so the claim does not step over every message delivered since the last vacuum
+ * (their index entries stay at the head of the due order until then); every
+ * CLAIMS_PER_FULL_SCAN-th claim scans from the start for what came due behind it, and a claim
+ * after the cursor that comes back short has looked from the start too.
+ */
+import { describe, expect, it } from 'vitest';
+import { drainOnce } from '../../src/core/drain.js';
+import { CLAIMS_PER_FULL_SCAN, CURSOR_FROM_CLAIMED } from '../../src/core/drain-settings.js';
+import type { ClaimRequest, ClaimResult, OutboxStore } from '../../src/core/outbox-store.js';
+import type { Outbox } from '../../src/outbox.js';
+import { useTestDatabase } from '../support/database.js';
+import { claimRequest, freshOutbox, recordingSender } from '../support/drain-fixtures.js';
+import { DRIVER_NAMES, type Driver, useDriver } from '../support/drivers.js';
+
+const database = useTestDatabase();
+
+/** Large batches, so a drain passes CURSOR_FROM_CLAIMED in few claims. */
+const BATCH = 1000;
+/** Past the point where claims start at the cursor, by four batches. */
+const BACKLOG = CURSOR_FROM_CLAIMED + 4 * BATCH;
+
+async function enqueueBacklog(outbox: Outbox, driver: Driver): Promise<void> {
+  for (let start = 0; start < BACKLOG; start += BATCH) {
+    await outbox.enqueue(
+      driver.db,
+      Array.from({ length: BATCH }, (_, n) => ({ kind: 'test.kind', payload: { n: start + n } })),
+    );
+  }
+}
+
+/** The store, with every claim's request and result written down. */
+function recordingStore(
+  store: OutboxStore,
+  onClaim?: (request: ClaimRequest, result: ClaimResult) => Promise<void>,
+) {
+  const claims: { request: ClaimRequest; result: ClaimResult }[] = [];
+  const recording: OutboxStore = {
+    async claim(request) {
+      const result = await store.claim(request);
+      claims.push({ request, result });
+      await onClaim?.(request, result);
+      return result;
+    },
+    settle: (requests, now) => store.settle(requests, now),
+  };
+  return { claims, store: recording };
+}
+
+describe.each(DRIVER_NAMES)('claims after a cursor through %s', (driverName) => {
+  const driver = useDriver(driverName, database);
+
+  it('take rows after the cursor first, top up from the start, and name the last row taken', async () => {
+    const { outbox, store, schema } = await freshOutbox(driver);
+    const base = Date.now() - 60_000;
+    // Due times out of enqueue order, and three rows sharing one due time: due order is due
+    // time, then id.
+    const dueOffsets = [5, 1, 3, 3, 3, 0, 9, 7, 2, 8];
+    await outbox.enqueue(
+      driver.db,
+      dueOffsets.map((offset, index) => ({
+        kind: 'test.kind',
+        payload: { index },
+        dueAt: new Date(base + offset * 1000),
+      })),
+    );
+    const first = await store.claim(claimRequest({ limit: 4 }));
+    // Rows after a cursor come first; rows before it only top up a batch they do not fill.
+    const order = (result: ClaimResult) => result.claimed.map((m) => m.payload);
+    expect(order(first)).toEqual([{ index: 5 }, { index: 1 }, { index: 8 }, { index: 2 }]);
+    expect(first.last).toEqual({ dueAt: new Date(base + 3000), id: first.claimed[3]!.id });
+
+    const second = await store.claim(claimRequest({ limit: 4, after: first.last }));
+    expect(order(second)).toEqual([{ index: 3 }, { index: 4 }, { index: 0 }, { index: 7 }]);
+    expect(second.last).toEqual({ dueAt: new Date(base + 7000), id: second.claimed[3]!.id });
+
+    // Two rows are left after the cursor; the batch is topped up with the row behind it that
+    // the first claim skipped (its lease ran out: here, it was released by hand).
+    await driver.db.query(
+      `UPDATE ${schema}.messages SET state = 'pending', claim_token = NULL,
+         claimed_at = NULL, lease_expires_at = NULL, attempts = 0 WHERE id = $1`,
+      [first.claimed[1]!.id],
+    );
+    const third = await store.claim(claimRequest({ limit: 4, after: second.last }));
+    expect(order(third)).toEqual([{ index: 1 }, { index: 9 }, { index: 6 }]);
+    expect(third.last).toEqual({ dueAt: new Date(base + 9000), id: third.claimed[2]!.id });
+
+    // Nothing after the last row and nothing due from the start: an empty claim names no row.
+    const fourth = await store.claim(claimRequest({ limit: 4, after: third.last }));
+    expect(fourth).toEqual({ claimed: [], exhausted: [] });
+  });
+
+  it('a drain deep in a backlog claims from the cursor, and from the start every fourth claim', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    await enqueueBacklog(outbox, driver);
+    const recorded = recordingStore(store);
+    const sender = recordingSender();
+    const report = await drainOnce({
+      store: recorded.store,
+      senders: { 'test.kind': sender.send },
+      batchSize: BATCH,
+    });
+    expect(report.delivered).toBe(BACKLOG);
+    const { claims } = recorded;
+    // Full claims, then one that finds nothing (after the cursor, nor from the start).
+    expect(claims.map((c) => c.result.claimed.length)).toEqual([
+      ...Array(BACKLOG / BATCH).fill(BATCH),
+      0,
+    ]);
+    claims.forEach(({ request }, index) => {
+      const eligible = index * BATCH >= CURSOR_FROM_CLAIMED;
+      const sinceFirst = index - CURSOR_FROM_CLAIMED / BATCH;
+      const fromStart = !eligible || sinceFirst % CLAIMS_PER_FULL_SCAN === CLAIMS_PER_FULL_SCAN - 1;
+      expect({ index, after: request.after }).toEqual({
+        index,
+        after: fromStart ? undefined : claims[index - 1]!.result.last,
+      });
+    });
+  });
+
+  it('a row that comes due behind the cursor goes out with the next scan from the start', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    await enqueueBacklog(outbox, driver);
+    let late: string | undefined;
+    const recorded = recordingStore(store, async (request, result) => {
+      if (late !== undefined || request.after === undefined || !result.last) return;
+      // Due before everything the first claim after a cursor took: behind the cursor.
+      [late] = await outbox.enqueue(driver.db, {
+        kind: 'test.kind',
+        payload: { late: true },
+        dueAt: new Date(result.last.dueAt.getTime() - 60_000),
+      });
+    });
+    const sender = recordingSender();
+    await drainOnce({
+      store: recorded.store,
+      senders: { 'test.kind': sender.send },
+      batchSize: BATCH,
+    });
+    expect(sender.timesSent(late!)).toBe(1);
+    const firstAfterCursor = recorded.claims.findIndex(({ request }) => request.after);
+    const takenBy = recorded.claims.findIndex(({ result }) =>
+      result.claimed.some((m) => m.key === late),
+    );
+    // Taken by the next claim from the start, while most of the backlog was still due: not
+    // left for the drain's last claim.
+    expect(takenBy - firstAfterCursor).toBe(CLAIMS_PER_FULL_SCAN - 1);
+    expect(recorded.claims[takenBy]!.request.after).toBeUndefined();
+    expect(takenBy).toBeLessThan(recorded.claims.length - 1);
+  });
+
+  it('a row that comes due behind the cursor as the backlog runs out still goes out in this drain', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    await enqueueBacklog(outbox, driver);
+    let claimedSoFar = 0;
+    let late: string | undefined;
+    const recorded = recordingStore(store, async (_request, result) => {
+      claimedSoFar += result.claimed.length;
+      // This claim took the backlog's last rows; the next starts after them, where nothing
+      // is left, though this row is due.
+      if (claimedSoFar !== BACKLOG || late !== undefined || !result.last) return;
+      [late] = await outbox.enqueue(driver.db, {
+        kind: 'test.kind',
+        payload: { late: true },
+        dueAt: new Date(result.last.dueAt.getTime() - 60_000),
+      });
+    });
+    const sender = recordingSender();
+    const report = await drainOnce({
+      store: recorded.store,
+      senders: { 'test.kind': sender.send },
+      batchSize: BATCH,
+    });
+    expect(report.delivered).toBe(BACKLOG + 1);
+    expect(sender.timesSent(late!)).toBe(1);
+    // That claim, finding nothing after its cursor, took the row from the start of the due order.
+    const topUp = recorded.claims[BACKLOG / BATCH]!;
+    expect(topUp.request.after).toBeDefined();
+    expect(topUp.result.claimed.map((m) => m.key)).toEqual([late]);
+  });
+});
