@@ -3,6 +3,7 @@
  * with the reason, so the output and the doc show what is still missing.
  */
 import { claimCostScenario } from './claim-cost.js';
+import { claimCursorScenario } from './claim-cursor.js';
 import { crashDuplicatesScenario } from './crash-duplicates.js';
 import { deliveryLatencyScenario } from './delivery-latency.js';
 import { drainMemoryScenario } from './drain-memory.js';
@@ -23,6 +24,7 @@ export const SCENARIOS: readonly Scenario[] = [
   tableHealthScenario,
   sqlLatencyScenario,
   crashDuplicatesScenario,
+  claimCursorScenario,
 ];
 
 /** Whether BENCH_ONLY (already lower-cased) selects this scenario; null selects all. */
