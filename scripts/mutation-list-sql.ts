@@ -259,7 +259,6 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
       {
         file: 'test/store/claim-cursor.test.ts',
         name: 'a row that comes due behind the cursor as the backlog runs out still goes out in this drain',
-        driver: 'node-pg',
       },
     ],
   },
