@@ -33,6 +33,8 @@ const HEAD_END = Buffer.from('\r\n\r\n');
 const MAX_HEAD_BYTES = 8192;
 const NO_CONTENT = Buffer.from('HTTP/1.1 204 No Content\r\nKeep-Alive: timeout=60\r\n\r\n');
 const CONTENT_LENGTH = /\r\ncontent-length: *(\d+)/i;
+/** A body without a length up front: not what the bench's senders write. */
+const TRANSFER_ENCODING = /\r\ntransfer-encoding:/i;
 
 export async function startLoopbackReceiver(delayMs: number): Promise<LoopbackReceiver> {
   let received = 0;
@@ -69,6 +71,10 @@ export async function startLoopbackReceiver(delayMs: number): Promise<LoopbackRe
           return;
         }
         const head = pending.toString('latin1', 0, headEnd);
+        if (TRANSFER_ENCODING.test(head)) {
+          socket.destroy();
+          return;
+        }
         const length = Number(CONTENT_LENGTH.exec(head)?.[1] ?? 0);
         const requestEnd = headEnd + HEAD_END.length + length;
         if (pending.length < requestEnd) return;

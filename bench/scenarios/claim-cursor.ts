@@ -6,7 +6,6 @@
  * instead. Both claims are timed here, interleaved, on one table where 290,000 messages were
  * delivered since the last vacuum (outbox-relay only: the peers have no cursor to compare).
  */
-import { randomUUID } from 'node:crypto';
 import type { ClaimCursor, ClaimRequest } from '../../src/core/outbox-store.js';
 import { delivered as deliveredOutcome } from '../../src/core/settlement.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
@@ -16,14 +15,13 @@ import { rotated } from '../lib/order.js';
 import { benchPool } from '../lib/postgres.js';
 import { measurement } from '../lib/stats.js';
 import { SYSTEMS } from '../systems/index.js';
-import { BENCH_KIND, benchOutbox, claimRequest, OUTBOX_SCHEMA } from '../systems/outbox-relay.js';
+import { benchOutbox, claimRequest, OUTBOX_SCHEMA } from '../systems/outbox-relay.js';
 import type { ResultRow, Scenario } from './types.js';
 
 const CLAIM_SIZE = 100;
 const TIMED_CLAIMS = 30;
 /** Untimed claims first: the first scan over fresh deletions checks each row in the heap. */
 const WARM_CLAIMS = 3;
-const ENQUEUE_CHUNK = 1000;
 const deliveredNow = deliveredOutcome();
 
 export const claimCursorScenario: Scenario = {
@@ -39,19 +37,11 @@ export const claimCursorScenario: Scenario = {
     try {
       // No vacuum may clear the deletions while this runs: that is the case being measured.
       await pool.query(`ALTER TABLE ${messages} SET (autovacuum_enabled = false)`);
-      const outbox = benchOutbox();
-      const db = pgExecutor(pool);
       const total = delivered + due;
       context.progress(
         `10 claim cursor: enqueueing ${total.toLocaleString('en-US')}, deleting the first ${delivered.toLocaleString('en-US')} as settle does`,
       );
-      for (let start = 0; start < total; start += ENQUEUE_CHUNK) {
-        const size = Math.min(ENQUEUE_CHUNK, total - start);
-        await outbox.enqueue(
-          db,
-          Array.from({ length: size }, (_, i) => ({ kind: BENCH_KIND, payload: { n: start + i } })),
-        );
-      }
+      await database.handle.enqueue(total);
       const { rows } = await pool.query<{ due_at: Date; id: string }>(
         `WITH gone AS (
            DELETE FROM ${messages} WHERE id IN (
@@ -60,7 +50,7 @@ export const claimCursorScenario: Scenario = {
          SELECT due_at, id FROM gone ORDER BY due_at DESC, id DESC LIMIT 1`,
         [delivered],
       );
-      const store = outbox.store(db);
+      const store = benchOutbox().store(pgExecutor(pool));
       // Where a drain that delivered those rows would start: after the last one.
       let cursor: ClaimCursor | undefined = { dueAt: rows[0]!.due_at, id: String(rows[0]!.id) };
       const times = { start: [] as number[], cursor: [] as number[] };
@@ -68,7 +58,6 @@ export const claimCursorScenario: Scenario = {
         for (const mode of rotated(['start', 'cursor'] as const, round)) {
           const request: ClaimRequest = {
             ...claimRequest(CLAIM_SIZE),
-            claimToken: randomUUID(),
             after: mode === 'cursor' ? cursor : undefined,
           };
           const startedAt = performance.now();

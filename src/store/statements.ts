@@ -15,9 +15,9 @@ export interface DrainStatements {
    * The claim of up to `limit` due rows. The limit is written into the text (a checked whole
    * number, never a caller's value), so the statement has one plan that PostgreSQL can keep:
    * with the limit, or the keys below, as a parameter it plans every claim anew (a custom plan
-   * each time; about 6 µs of server CPU per message at batch 100, docs/benchmarks.md).
+   * each time; about 6 µs of server CPU per message at batch 100, docs/benchmarks.md). With
+   * `after`, rows after $6 due time, $7 id in due order come first (see claimStatement).
    */
-  /** The claim of due rows; with `after`, only rows after $6 due time, $7 id in due order. */
   claimDueMessages(limit: number, after?: boolean): string;
   /** The claim of the given keys if they are due (the after-commit kick); planned per call. */
   claimMessagesByKey: string;
@@ -92,8 +92,9 @@ function claimStatements(quotedSchema: string): (limit: number, after?: boolean)
  * After a cursor, the rows after it in due order come first, and only if they do not fill the
  * batch are rows from the start of the due order taken too. Settle deletes delivered rows, but
  * their index entries stay at the head of messages_claimable until a vacuum removes them, and
- * a scan from the start steps over every one: over a backlog of 50,000 the last claims took
- * 2.4 ms instead of 1.4 (docs/benchmarks.md). Starting at the cursor skips them; the second scan
+ * a scan from the start steps over every one: with 290,000 delivered since the last vacuum a
+ * claim of 100 took 6.0 ms from the start and 3.3 ms from the cursor (docs/benchmarks.md,
+ * scenario 10). Starting at the cursor skips them; the second scan
  * runs only when the first comes back short (a LIMIT of 0 never starts its scan), so a short
  * claim has still looked at every due row, and the drain's rule that a short claim means
  * nothing more was due holds.
