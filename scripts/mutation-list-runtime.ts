@@ -151,7 +151,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: DRAIN,
-        find: '      budgetLeft(run) - run.queue.length - settleToOwe,\n',
+        find: '      budgetLeft(run) - run.queue.length - run.rowsOnWire,\n',
         replace: '',
       },
     ],

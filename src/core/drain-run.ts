@@ -24,8 +24,10 @@ export interface DrainRun {
   inFlight: number;
   /** Claimed rows whose outcome has not yet gone into a settle write (queued, sending, waiting). */
   unsettled: number;
-  /** The claim on the wire, if any: one at a time. */
-  claiming: Promise<void> | undefined;
+  /** Claims on the wire right now: at most {@link MAX_CLAIMS_ON_WIRE}. */
+  claimsOnWire: number;
+  /** Rows the claims on the wire may bring: the sum of their limits. */
+  rowsOnWire: number;
   /** The last claim came back full (or set rows aside): more is probably due. */
   moreDue: boolean;
   /** The last claim found anything at all: worth one more claim once everything is idle. */
@@ -64,7 +66,8 @@ export function newRun(
     queue: [],
     inFlight: 0,
     unsettled: 0,
-    claiming: undefined,
+    claimsOnWire: 0,
+    rowsOnWire: 0,
     moreDue: true,
     lastClaimFound: false,
     claimsOver: false,
@@ -116,7 +119,7 @@ export function notify(run: DrainRun): void {
 export function budgetLeft(run: DrainRun): number {
   const { report } = run;
   const spent = report.roundTrips + report.sends + report.senderSubrequests;
-  const owedSettle = run.unsettled > 0 || run.claiming !== undefined ? 1 : 0;
+  const owedSettle = run.unsettled > 0 || run.claimsOnWire > 0 ? 1 : 0;
   return run.settings.subrequestBudget - spent - owedSettle;
 }
 

@@ -64,8 +64,9 @@ export interface DrainOptions {
   /**
    * Claim ahead: start the next claim while rows still wait for lanes (one per lane, plus as
    * many as the lanes send in one claim's round trip, at most a batch more), so the claim's
-   * round trip hides behind the sends. Off, a claim starts only once every claimed row has been
-   * handed to a lane. Default {@link DEFAULT_PREFETCH}.
+   * round trip hides behind the sends; when sends outrun one claim per round trip, a second
+   * claim runs beside it ({@link MAX_CLAIMS_ON_WIRE}). Off, a claim starts only once every
+   * claimed row has been handed to a lane, one at a time. Default {@link DEFAULT_PREFETCH}.
    */
   prefetch?: boolean;
   /**
@@ -191,6 +192,18 @@ export const CURSOR_FROM_CLAIMED = 50_000;
  * nothing more was due.
  */
 export const CLAIMS_PER_FULL_SCAN = 4;
+
+/**
+ * Claims a drain keeps on the wire at once. A second claim starts only beside a claim that may
+ * still bring a full batch, with claim ahead on (`prefetch`) and no subrequest budget, when even
+ * that batch would leave the lanes idle before the next claim could land: sends outrun one claim
+ * per round trip (fast receivers, a far database). At the end of a backlog one of the two comes
+ * back empty: one round trip more per drain. Each claim then waits for its own round trip while the lanes
+ * send, and SKIP LOCKED keeps the two claims' rows apart, as it does for two overlapping drains.
+ * With slow sends the queue never runs that low and claims go one at a time. Measured in
+ * docs/benchmarks.md ("Two claims on the wire").
+ */
+export const MAX_CLAIMS_ON_WIRE = 2;
 
 /** Largest batch and concurrency a drain accepts: beyond these a claim or a settle gets unwieldy. */
 export const MAX_BATCH_SIZE = 1000;

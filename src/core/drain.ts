@@ -15,11 +15,12 @@ import {
   type DrainOptions,
   type DrainReport,
   deadlineReader,
+  MAX_CLAIMS_ON_WIRE,
   resolveSettings,
   type StopReason,
 } from './drain-settings.js';
 import { isSubrequestBudgetError, SubrequestBudgetError } from './errors.js';
-import type { ExhaustedMessage } from './outbox-store.js';
+import type { ClaimResult, ExhaustedMessage } from './outbox-store.js';
 import { outcomeOf, SendTimeouts, sendWithTimeout } from './send-outcome.js';
 import type { SendContext } from './sender.js';
 import { SettleGroups } from './settle-groups.js';
@@ -33,8 +34,10 @@ import { release, type Settlement } from './settlement.js';
  *
  * How it runs: `concurrency` lanes each take the next claimed row the moment they are free; the
  * next claim starts while fewer rows wait than the lanes will send during one claim's round
- * trip (`prefetch`), one claim on the wire at a time; outcomes are written in small groups as sends finish (`settleGroupSize`,
- * `settleGroupMs`), one write on the wire at a time. No lane waits for another lane's send.
+ * trip (`prefetch`), and a second one beside it only when sends outrun one claim per round trip
+ * (`MAX_CLAIMS_ON_WIRE`); outcomes are written in small groups as sends finish
+ * (`settleGroupSize`, `settleGroupMs`), one write on the wire at a time. No lane waits for
+ * another lane's send.
  *
  * Guarantees: a message is sent only after a claim that committed, so two overlapping drains
  * never both send it while its lease lasts; every send starts only if it can finish (or time
@@ -131,7 +134,7 @@ async function nextToSend(
     }
     claimIfLow(run, settles);
     if (next) return next;
-    if (run.claiming === undefined && run.inFlight === 0) return undefined;
+    if (run.claimsOnWire === 0 && run.inFlight === 0) return undefined;
     await changed(run);
   }
 }
@@ -154,11 +157,18 @@ function reasonNotToSend(next: QueuedMessage, run: DrainRun): StopReason | undef
   return undefined;
 }
 
-/** Starts a claim if the queue is low, none is on the wire, and one is worth making. */
+/**
+ * Starts a claim if the queue is low and one is worth making: none is on the wire, or the one
+ * on the wire cannot keep the lanes fed alone (see MAX_CLAIMS_ON_WIRE).
+ */
 function claimIfLow(run: DrainRun, settles: SettleGroups): void {
   const { settings } = run;
-  if (run.claiming || run.claimsOver) return;
-  const low = settings.prefetch ? run.queue.length < lowWater(run) : run.queue.length === 0;
+  if (run.claimsOver || run.claimsOnWire >= MAX_CLAIMS_ON_WIRE) return;
+  if (run.claimsOnWire > 0 && !mayClaimBeside(run)) return;
+  // What a claim on the wire may bring counts as waiting: a second claim starts only if the
+  // lanes would run dry before the next claim lands even when the first comes back full.
+  const waiting = run.queue.length + run.rowsOnWire;
+  const low = settings.prefetch ? waiting < lowWater(run) : run.queue.length === 0;
   if (!low) return;
   // A short claim means nothing more was due then: claim once more only when all is idle (for
   // work that came due meanwhile, such as the next message of an ordering key whose head was
@@ -172,18 +182,35 @@ function claimIfLow(run: DrainRun, settles: SettleGroups): void {
   if (claimsStopped(run)) return;
   // Before the idle claim, write the outcomes still waiting: an ordering key's next message
   // becomes claimable only once its head's delivery is recorded.
+  run.claimsOnWire += 1;
   const claimed = idle ? settles.writeAll().then(() => claimUnlessStopped(run)) : claim(run);
-  run.claiming = claimed.then(
+  void claimed.then(
     () => {
-      run.claiming = undefined;
+      run.claimsOnWire -= 1;
       notify(run);
     },
     (error: unknown) => {
-      run.claiming = undefined;
+      run.claimsOnWire -= 1;
       run.failure ??= { error };
       run.claimsOver = true;
       notify(run);
     },
+  );
+}
+
+/**
+ * Whether a second claim may join the one on the wire: only with claim ahead on, while the last
+ * claim came back full, for due rows rather than a kick's keys, and with no subrequest budget,
+ * where every round trip is a send forgone and the claim beside one that comes back short is
+ * wasted.
+ */
+function mayClaimBeside(run: DrainRun): boolean {
+  const { settings } = run;
+  return (
+    settings.prefetch &&
+    run.moreDue &&
+    !run.options.keys &&
+    !Number.isFinite(settings.subrequestBudget)
   );
 }
 
@@ -204,12 +231,13 @@ function claimsStopped(run: DrainRun): boolean {
 function reasonNotToClaim(run: DrainRun): StopReason | undefined {
   const { settings, report } = run;
   if (run.options.signal?.aborted || run.failure) return 'aborted';
-  // Room for the claim itself, one send, and the settle it will owe unless one is owed already.
-  const settleToOwe = run.unsettled > 0 ? 0 : 1;
+  // Room for the claim itself, one send, and the settle it will owe unless one is owed already;
+  // rows queued or on the wire have their sends spoken for.
+  const settleToOwe = run.unsettled > 0 || run.claimsOnWire > 0 ? 0 : 1;
   if (
     run.budgetRefused ||
-    settings.maxMessages - report.claimed <= 0 ||
-    budgetLeft(run) - run.queue.length - settleToOwe < 2
+    settings.maxMessages - report.claimed - run.rowsOnWire <= 0 ||
+    budgetLeft(run) - run.queue.length - run.rowsOnWire - settleToOwe < 2
   )
     return 'budget';
   // A claim is worth making only if one send, its group's wait and both round trips fit.
@@ -224,15 +252,15 @@ async function claim(run: DrainRun): Promise<void> {
   const claimToken = settings.newId();
   report.roundTrips += 1;
   report.batches += 1;
-  // Rows already queued have their sends taken from the budget before this claim's rows, and
-  // the settle this claim will owe (unless one is owed already) is kept free.
-  const settleToOwe = run.unsettled > 0 ? 0 : 1;
+  // Rows queued or on the wire in another claim have their sends taken from the budget before
+  // this claim's rows, and one settle stays free (budgetLeft keeps it while a claim is on the
+  // wire, as this one is).
   const limit = Math.max(
     1,
     Math.min(
       settings.batchSize,
-      settings.maxMessages - report.claimed,
-      budgetLeft(run) - run.queue.length - settleToOwe,
+      settings.maxMessages - report.claimed - run.rowsOnWire,
+      budgetLeft(run) - run.queue.length - run.rowsOnWire,
     ),
   );
   // Deep in a backlog, start after the last row claimed; see CURSOR_FROM_CLAIMED.
@@ -244,18 +272,27 @@ async function claim(run: DrainRun): Promise<void> {
       ? run.cursor
       : undefined;
   const startedAt = performance.now();
-  const { claimed, exhausted, last } = await settings.store.claim({
-    now: claimedAt,
-    claimToken,
-    limit,
-    leaseMs: settings.leaseMs,
-    keys: run.options.keys,
-    deadHeadBlocks: settings.deadHeadBlocks,
-    kinds: settings.kinds,
-    after,
-  });
+  run.rowsOnWire += limit;
+  let result: ClaimResult;
+  try {
+    result = await settings.store.claim({
+      now: claimedAt,
+      claimToken,
+      limit,
+      leaseMs: settings.leaseMs,
+      keys: run.options.keys,
+      deadHeadBlocks: settings.deadHeadBlocks,
+      kinds: settings.kinds,
+      after,
+    });
+  } finally {
+    run.rowsOnWire -= limit;
+  }
+  const { claimed, exhausted, last } = result;
   run.claimMs = performance.now() - startedAt;
   run.claimsSinceFullScan = after ? run.claimsSinceFullScan + 1 : 0;
+  // With two claims on the wire, the one to land last may have stopped earlier in due order:
+  // the cursor then steps back by at most a batch, which the next scan steps over again.
   if (last) run.cursor = last;
   report.claimed += claimed.length;
   report.dead += exhausted.length;

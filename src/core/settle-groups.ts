@@ -70,7 +70,7 @@ export class SettleGroups {
       (byTime && age >= settings.settleGroupMs)
     ) {
       // A write that leaves claimed rows behind must leave the last write's subrequest free.
-      const leavesRows = run.unsettled > this.#waiting.length || run.claiming !== undefined;
+      const leavesRows = run.unsettled > this.#waiting.length || run.claimsOnWire > 0;
       if (!leavesRows || budgetLeft(run) >= 1) this.#start();
       return;
     }

@@ -150,24 +150,29 @@ describe('outbox drain with outbox.config.ts', () => {
             globalThis.__auditNotes = [...(globalThis.__auditNotes ?? []), [message.payload, env.NOTE_TAG]];
           },
         }),
-        drain: { batchSize: 1 },
+        drain: { batchSize: 1, prefetch: false },
       };\n`,
     );
-    const enqueued = await runOutboxInProcess(
-      ['enqueue', '--kind', 'audit.note', '--payload', '{"n":1}'],
-      { DATABASE_URL: database.url },
-      dir,
-    );
-    expect(enqueued.code).toBe(0);
+    for (const n of [1, 2]) {
+      const enqueued = await runOutboxInProcess(
+        ['enqueue', '--kind', 'audit.note', '--payload', JSON.stringify({ n })],
+        { DATABASE_URL: database.url },
+        dir,
+      );
+      expect(enqueued.code).toBe(0);
+    }
     const result = await runOutboxInProcess(
       ['drain', '--once', '--json'],
       { ...drainEnv(), NOTE_TAG: 'from-env' },
       dir,
     );
     expect(result.code).toBe(0);
-    expect(JSON.parse(result.stdout)).toMatchObject({ delivered: 1, batches: 2 });
+    // One row per claim, one claim at a time: two full claims and the empty one that ends the
+    // drain (the default batch would take both rows in its first claim).
+    expect(JSON.parse(result.stdout)).toMatchObject({ delivered: 2, batches: 3 });
     expect((globalThis as { __auditNotes?: unknown }).__auditNotes).toEqual([
       [{ n: 1 }, 'from-env'],
+      [{ n: 2 }, 'from-env'],
     ]);
   });
 

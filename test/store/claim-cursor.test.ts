@@ -11,7 +11,12 @@ import { CLAIMS_PER_FULL_SCAN, CURSOR_FROM_CLAIMED } from '../../src/core/drain-
 import type { ClaimRequest, ClaimResult, OutboxStore } from '../../src/core/outbox-store.js';
 import type { Outbox } from '../../src/outbox.js';
 import { useTestDatabase } from '../support/database.js';
-import { claimRequest, freshOutbox, recordingSender } from '../support/drain-fixtures.js';
+import {
+  claimRequest,
+  freshOutbox,
+  recordingSender,
+  watchClaims,
+} from '../support/drain-fixtures.js';
 import { DRIVER_NAMES, type Driver, useDriver } from '../support/drivers.js';
 
 const database = useTestDatabase();
@@ -93,7 +98,8 @@ describe.each(DRIVER_NAMES)('claims after a cursor through %s', (driverName) => 
 });
 
 // The drain's use of the cursor is the same over every driver (the statement is tested above on
-// each); these backlogs are large, so they run over node-pg only.
+// each); these backlogs are large, so they run over node-pg only. Most claim one batch at a time
+// (prefetch off), so each claim's cursor is the last row of the claim before it.
 describe('a drain deep in a backlog', () => {
   const driver = useDriver('node-pg', database);
 
@@ -106,6 +112,7 @@ describe('a drain deep in a backlog', () => {
       store: recorded.store,
       senders: { 'test.kind': sender.send },
       batchSize: BATCH,
+      prefetch: false,
     });
     expect(report.delivered).toBe(BACKLOG);
     const { claims } = recorded;
@@ -143,6 +150,7 @@ describe('a drain deep in a backlog', () => {
       store: recorded.store,
       senders: { 'test.kind': sender.send },
       batchSize: BATCH,
+      prefetch: false,
     });
     expect(sender.timesSent(late!)).toBe(1);
     const firstAfterCursor = recorded.claims.findIndex(({ request }) => request.after);
@@ -177,6 +185,7 @@ describe('a drain deep in a backlog', () => {
       store: recorded.store,
       senders: { 'test.kind': sender.send },
       batchSize: BATCH,
+      prefetch: false,
     });
     expect(report.delivered).toBe(BACKLOG + 1);
     expect(sender.timesSent(late!)).toBe(1);
@@ -184,5 +193,22 @@ describe('a drain deep in a backlog', () => {
     const topUp = recorded.claims[BACKLOG / BATCH]!;
     expect(topUp.request.after).toBeDefined();
     expect(topUp.result.claimed.map((m) => m.key)).toEqual([late]);
+  });
+
+  it('with two claims on the wire, a drain through the backlog sends every row once', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    await enqueueBacklog(outbox, driver);
+    const recorded = recordingStore(store);
+    const watched = watchClaims(recorded.store);
+    const sender = recordingSender();
+    const report = await drainOnce({
+      store: watched.store,
+      senders: { 'test.kind': sender.send },
+      batchSize: BATCH,
+    });
+    expect(watched.seen.mostOnWire).toBe(2);
+    expect(report.delivered).toBe(BACKLOG);
+    expect(new Set(sender.calls.map((call) => call.key)).size).toBe(BACKLOG);
+    expect(recorded.claims.some(({ request }) => request.after)).toBe(true);
   });
 });

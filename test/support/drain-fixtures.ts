@@ -1,7 +1,7 @@
 /** Fixtures for drain tests: a movable clock, seeded randomness, recording senders. */
 
 import type { DrainReport, StopReason } from '../../src/core/drain-settings.js';
-import type { ClaimRequest } from '../../src/core/outbox-store.js';
+import type { ClaimRequest, OutboxStore } from '../../src/core/outbox-store.js';
 import type { Clock } from '../../src/core/ports.js';
 import type { OutboundMessage, Sender } from '../../src/core/sender.js';
 import { createOutbox, type Outbox, type OutboxOptions } from '../../src/outbox.js';
@@ -133,4 +133,35 @@ export function claimRequest(overrides: Partial<ClaimRequest> = {}): ClaimReques
     kinds: ['test.kind'],
     ...overrides,
   };
+}
+
+/** How many claims a store has had on the wire at once. */
+export interface ClaimsSeen {
+  onWire: number;
+  mostOnWire: number;
+}
+
+/**
+ * The store, with the claims on the wire at once counted, and each claim held back `delayMs`
+ * before it reaches the database (an injected round trip, as from a far region).
+ */
+export function watchClaims(
+  store: OutboxStore,
+  delayMs = 0,
+): { seen: ClaimsSeen; store: OutboxStore } {
+  const seen: ClaimsSeen = { onWire: 0, mostOnWire: 0 };
+  const watched: OutboxStore = {
+    async claim(request) {
+      seen.onWire += 1;
+      seen.mostOnWire = Math.max(seen.mostOnWire, seen.onWire);
+      try {
+        if (delayMs > 0) await sleep(delayMs);
+        return await store.claim(request);
+      } finally {
+        seen.onWire -= 1;
+      }
+    },
+    settle: (requests, now) => store.settle(requests, now),
+  };
+  return { seen, store: watched };
 }

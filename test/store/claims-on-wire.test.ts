@@ -1,0 +1,73 @@
+/**
+ * Two claims on the wire (MAX_CLAIMS_ON_WIRE): when sends outrun one claim per round trip, a
+ * second claim starts beside the first; when sends are slow, or a subrequest budget counts
+ * every round trip, claims go one at a time. Every claim here waits 20 ms before it reaches the
+ * database (an injected round trip, as from a far region), so the lanes empty the queue long
+ * before a claim lands whenever sends are instant.
+ */
+import { describe, expect, it } from 'vitest';
+import { drainOnce } from '../../src/core/drain.js';
+import type { DrainOptions } from '../../src/core/drain-settings.js';
+import { useTestDatabase } from '../support/database.js';
+import { freshOutbox, recordingSender, sleep, watchClaims } from '../support/drain-fixtures.js';
+import { countingExecutor, DRIVER_NAMES, useDriver } from '../support/drivers.js';
+
+const database = useTestDatabase();
+
+const ROUND_TRIP_MS = 20;
+
+describe.each(DRIVER_NAMES)('claims on the wire, through %s', (driverName) => {
+  const driver = useDriver(driverName, database);
+
+  /** Drains `count` fresh messages in batches of 10 through a store 20 ms away. */
+  async function drainFar(
+    count: number,
+    options: Partial<DrainOptions> & { sendMs?: number } = {},
+  ) {
+    const { outbox } = await freshOutbox(driver);
+    await outbox.enqueue(
+      driver.db,
+      Array.from({ length: count }, (_, index) => ({ kind: 'test.kind', payload: { index } })),
+    );
+    const counted = countingExecutor(driver.db);
+    const far = watchClaims(outbox.store(counted), ROUND_TRIP_MS);
+    const { sendMs = 0, ...drainOptions } = options;
+    const sender = recordingSender(() => (sendMs > 0 ? sleep(sendMs) : undefined));
+    const report = await drainOnce({
+      store: far.store,
+      senders: { 'test.kind': sender.send },
+      batchSize: 10,
+      concurrency: 4,
+      ...drainOptions,
+    });
+    return { report, seen: far.seen, sender, statements: counted.statements };
+  }
+
+  it('keeps two claims on the wire while instant sends outrun one, and sends each row once', async () => {
+    const { report, seen, sender } = await drainFar(300);
+    expect(seen.mostOnWire).toBe(2);
+    expect(report).toMatchObject({ claimed: 300, delivered: 300, released: 0, stale: 0 });
+    expect(new Set(sender.calls.map((call) => call.key)).size).toBe(300);
+  });
+
+  it('claims one batch at a time when the sends are slower than a claim', async () => {
+    const { report, seen } = await drainFar(40, { sendMs: 4 * ROUND_TRIP_MS, concurrency: 2 });
+    expect(seen.mostOnWire).toBe(1);
+    expect(report.delivered).toBe(40);
+  });
+
+  it('counts the rows a claim on the wire may bring against maxMessages', async () => {
+    const { report, seen } = await drainFar(200, { maxMessages: 45 });
+    expect(seen.mostOnWire).toBe(2);
+    // The last claim asks only for what the cap leaves beside the claim on the wire.
+    expect(report).toMatchObject({ claimed: 45, delivered: 45, released: 0 });
+  });
+
+  it('claims one at a time under a subrequest budget, where a claim beside another may be wasted', async () => {
+    const { report, seen, statements } = await drainFar(200, { subrequestBudget: 60 });
+    expect(seen.mostOnWire).toBe(1);
+    expect(statements + report.sends).toBeLessThanOrEqual(60);
+    expect(report).toMatchObject({ released: 0, stopReason: 'budget' });
+    expect(report.delivered).toBeGreaterThan(40);
+  });
+});
