@@ -19,19 +19,26 @@ const ROUND_TRIP_MS = 20;
 describe.each(DRIVER_NAMES)('claims on the wire, through %s', (driverName) => {
   const driver = useDriver(driverName, database);
 
-  /** Drains `count` fresh messages in batches of 10 through a store 20 ms away. */
+  /**
+   * Drains `count` fresh messages in batches of 10 through a store 20 ms away; with
+   * `orderingKeys`, message i has ordering key i modulo that many.
+   */
   async function drainFar(
     count: number,
-    options: Partial<DrainOptions> & { sendMs?: number } = {},
+    options: Partial<DrainOptions> & { sendMs?: number; orderingKeys?: number } = {},
   ) {
     const { outbox } = await freshOutbox(driver);
-    await outbox.enqueue(
+    const { sendMs = 0, orderingKeys, ...drainOptions } = options;
+    const keys = await outbox.enqueue(
       driver.db,
-      Array.from({ length: count }, (_, index) => ({ kind: 'test.kind', payload: { index } })),
+      Array.from({ length: count }, (_, index) => ({
+        kind: 'test.kind',
+        payload: { index },
+        orderingKey: orderingKeys ? `key-${index % orderingKeys}` : undefined,
+      })),
     );
     const counted = countingExecutor(driver.db);
     const far = watchClaims(outbox.store(counted), ROUND_TRIP_MS);
-    const { sendMs = 0, ...drainOptions } = options;
     const sender = recordingSender(() => (sendMs > 0 ? sleep(sendMs) : undefined));
     const report = await drainOnce({
       store: far.store,
@@ -40,7 +47,7 @@ describe.each(DRIVER_NAMES)('claims on the wire, through %s', (driverName) => {
       concurrency: 4,
       ...drainOptions,
     });
-    return { report, seen: far.seen, sender, statements: counted.statements };
+    return { report, seen: far.seen, sender, keys, statements: counted.statements };
   }
 
   it('keeps two claims on the wire while instant sends outrun one, and sends each row once', async () => {
@@ -48,6 +55,16 @@ describe.each(DRIVER_NAMES)('claims on the wire, through %s', (driverName) => {
     expect(seen.mostOnWire).toBe(2);
     expect(report).toMatchObject({ claimed: 300, delivered: 300, released: 0, stale: 0 });
     expect(new Set(sender.calls.map((call) => call.key)).size).toBe(300);
+  });
+
+  it('keeps each ordering key in enqueue order with two claims on the wire', async () => {
+    const { report, seen, sender, keys } = await drainFar(300, { orderingKeys: 30 });
+    expect(seen.mostOnWire).toBe(2);
+    expect(report.delivered).toBe(300);
+    for (let group = 0; group < 30; group++) {
+      const inGroup = (key: string) => keys.indexOf(key) % 30 === group;
+      expect(sender.delivered.filter(inGroup)).toEqual(keys.filter(inGroup));
+    }
   });
 
   it('claims one batch at a time when the sends are slower than a claim', async () => {
