@@ -46,8 +46,8 @@ export interface OutboxOptions {
    * `list --state delivered`'s history, find by key, and `stats().delivered`. Default true.
    * false: a delivered message is only deleted at settle (the per-minute counters still count
    * it), which saves the history row and its index entries on every delivery: more than half
-   * the write-ahead log of a delivery (300 against 689 B in the bench's no-op drain) and a fifth
-   * of its server CPU at most (docs/benchmarks.md, scenario 1). Messages with a dedupe key
+   * the write-ahead log of a delivery (300 against 689 B in the bench's no-op drain) and a tenth
+   * to a quarter of its server CPU (docs/benchmarks.md, scenario 1). Messages with a dedupe key
    * stay as delivered rows until purge either way, so their key stays taken.
    */
   keepDelivered?: boolean;
