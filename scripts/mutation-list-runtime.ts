@@ -164,6 +164,24 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     ],
   },
   {
+    name: 'a second claim leaves out the rows the first may bring',
+    row: 10,
+    edits: [
+      {
+        file: DRAIN,
+        find: '      budgetLeft(run) - run.queue.length - run.rowsOnWire,\n',
+        replace: '      budgetLeft(run) - run.queue.length,\n',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/claims-on-wire.test.ts',
+        name: 'keeps two claims on the wire under a large budget, within it',
+        driver: 'node-pg',
+      },
+    ],
+  },
+  {
     name: 'backoff without a cap',
     row: 14,
     edits: [

@@ -197,13 +197,23 @@ export const CLAIMS_PER_FULL_SCAN = 4;
  * Claims a drain keeps on the wire at once. A second claim starts beside the first only when
  * even a full batch from the first would leave the lanes idle before the next claim could land:
  * sends outrun one claim per round trip (instant sends, a far database). Only with claim ahead
- * on (`prefetch`), after a full claim, and with no subrequest budget: at the end of a backlog
- * one of the two comes back empty, one round trip more per drain. SKIP LOCKED keeps the two
+ * on (`prefetch`), after a full claim, and with no subrequest budget or a large one
+ * ({@link MIN_BUDGET_FOR_CLAIM_BESIDE}): at the end of a backlog one of the two comes back
+ * empty, one round trip more per drain. SKIP LOCKED keeps the two
  * claims' rows apart, as it does for two overlapping drains. With slow sends the queue never
  * runs that low and claims go one at a time. A no-op drain of 50,000 ran 1.25x faster with two
  * than with one, at the same CPU per message (docs/benchmarks.md, "Two claims on the wire").
  */
 export const MAX_CLAIMS_ON_WIRE = 2;
+
+/**
+ * Under a subrequest budget, a second claim runs beside the first only if the budget is at least
+ * this. The claim beside one that comes back short is a round trip spent for nothing, once per
+ * drain: at most a thousandth of such a budget. Workers Free (50 subrequests) claims one at a
+ * time; Workers Paid (10,000 by default) gets two on the wire, which is what a database in
+ * another region needs when sends are fast (docs/benchmarks.md, scenario 8).
+ */
+export const MIN_BUDGET_FOR_CLAIM_BESIDE = 1_000;
 
 /** Largest batch and concurrency a drain accepts: beyond these a claim or a settle gets unwieldy. */
 export const MAX_BATCH_SIZE = 1000;

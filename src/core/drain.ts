@@ -16,6 +16,7 @@ import {
   type DrainReport,
   deadlineReader,
   MAX_CLAIMS_ON_WIRE,
+  MIN_BUDGET_FOR_CLAIM_BESIDE,
   resolveSettings,
   type StopReason,
 } from './drain-settings.js';
@@ -200,9 +201,9 @@ function claimIfLow(run: DrainRun, settles: SettleGroups): void {
 
 /**
  * Whether a second claim may join the one on the wire: only with claim ahead on, while the last
- * claim came back full, for due rows rather than a kick's keys, and with no subrequest budget,
- * where every round trip is a send forgone and the claim beside one that comes back short is
- * wasted.
+ * claim came back full, for due rows rather than a kick's keys, and under no subrequest budget
+ * or a large one: the claim beside one that comes back short is a round trip wasted, which a
+ * small budget would feel as a send forgone.
  */
 function mayClaimBeside(run: DrainRun): boolean {
   const { settings } = run;
@@ -210,7 +211,7 @@ function mayClaimBeside(run: DrainRun): boolean {
     settings.prefetch &&
     run.moreDue &&
     !run.options.keys &&
-    !Number.isFinite(settings.subrequestBudget)
+    settings.subrequestBudget >= MIN_BUDGET_FOR_CLAIM_BESIDE
   );
 }
 

@@ -1,13 +1,13 @@
 /**
  * Two claims on the wire (MAX_CLAIMS_ON_WIRE): when sends outrun one claim per round trip, a
- * second claim starts beside the first; when sends are slow, or a subrequest budget counts
- * every round trip, claims go one at a time. Every claim here waits 20 ms before it reaches the
+ * second claim starts beside the first; when sends are slow, or under a small subrequest
+ * budget, claims go one at a time. Every claim here waits 20 ms before it reaches the
  * database (an injected round trip, as from a far region), so the lanes empty the queue long
  * before a claim lands whenever sends are instant.
  */
 import { describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
-import type { DrainOptions } from '../../src/core/drain-settings.js';
+import { type DrainOptions, MIN_BUDGET_FOR_CLAIM_BESIDE } from '../../src/core/drain-settings.js';
 import { useTestDatabase } from '../support/database.js';
 import { freshOutbox, recordingSender, sleep, watchClaims } from '../support/drain-fixtures.js';
 import { countingExecutor, DRIVER_NAMES, useDriver } from '../support/drivers.js';
@@ -80,11 +80,26 @@ describe.each(DRIVER_NAMES)('claims on the wire, through %s', (driverName) => {
     expect(report).toMatchObject({ claimed: 45, delivered: 45, released: 0 });
   });
 
-  it('claims one at a time under a subrequest budget, where a claim beside another may be wasted', async () => {
+  it('claims one at a time under a small subrequest budget, where a claim beside another may be wasted', async () => {
     const { report, seen, statements } = await drainFar(200, { subrequestBudget: 60 });
     expect(seen.mostOnWire).toBe(1);
     expect(statements + report.sends).toBeLessThanOrEqual(60);
     expect(report).toMatchObject({ released: 0, stopReason: 'budget' });
     expect(report.delivered).toBeGreaterThan(40);
+  });
+
+  it('keeps two claims on the wire under a large budget, within it', async () => {
+    const budget = MIN_BUDGET_FOR_CLAIM_BESIDE;
+    const { report, seen, statements } = await drainFar(1000, {
+      subrequestBudget: budget,
+    });
+    expect(seen.mostOnWire).toBe(2);
+    expect(statements + report.sends).toBeLessThanOrEqual(budget);
+    expect(report.stopReason).toBe('budget');
+    // Claims are sized by what the budget can send, the other claim's rows counted: at most one
+    // row came back unsent (a settle group written meanwhile took its subrequest). Sized without
+    // the rows on the wire, the claims took seven the budget could not send.
+    expect(report.released).toBeLessThanOrEqual(1);
+    expect(report.delivered + report.released).toBe(report.claimed);
   });
 });
