@@ -16,7 +16,7 @@ import { benchPool } from '../lib/postgres.js';
 import { measurement } from '../lib/stats.js';
 import { SYSTEMS } from '../systems/index.js';
 import { benchOutbox, claimRequest, OUTBOX_SCHEMA } from '../systems/outbox-relay.js';
-import type { ResultRow, Scenario } from './types.js';
+import { OURS_ONLY, type ResultRow, type Scenario } from './types.js';
 
 const CLAIM_SIZE = 100;
 const TIMED_CLAIMS = 30;
@@ -80,11 +80,6 @@ export const claimCursorScenario: Scenario = {
         }
       }
       const label = delivered.toLocaleString('en-US');
-      const absent = {
-        'pg-boss': 'ours only',
-        'graphile-worker': 'ours only',
-        'sql-floor': 'ours only',
-      };
       const resultRows: ResultRow[] = [
         {
           scenario: '10',
@@ -92,7 +87,7 @@ export const claimCursorScenario: Scenario = {
           unit: 'ms',
           better: 'lower',
           values: { 'outbox-relay': measurement(times.start) },
-          absent,
+          absent: OURS_ONLY,
         },
         {
           scenario: '10',
@@ -100,7 +95,7 @@ export const claimCursorScenario: Scenario = {
           unit: 'ms',
           better: 'lower',
           values: { 'outbox-relay': measurement(times.cursor) },
-          absent,
+          absent: OURS_ONLY,
         },
       ];
       return { rows: resultRows };

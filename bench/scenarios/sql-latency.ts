@@ -19,7 +19,7 @@ import { measurement, median } from '../lib/stats.js';
 import { SYSTEMS } from '../systems/index.js';
 import { BENCH_KIND, benchOutbox } from '../systems/outbox-relay.js';
 import { RECEIVER_DELAY_MS } from './slow-receiver.js';
-import type { ResultRow, Scenario } from './types.js';
+import { OURS_ONLY, type ResultRow, type Scenario } from './types.js';
 
 export const SQL_LATENCY_MS = 20;
 const CONCURRENCY = 10;
@@ -129,11 +129,7 @@ export const sqlLatencyScenario: Scenario = {
         unit: 'msg/s',
         better: 'higher',
         values: { 'outbox-relay': measurement(rates) },
-        absent: {
-          'pg-boss': 'ours only',
-          'graphile-worker': 'ours only',
-          'sql-floor': 'ours only',
-        },
+        absent: OURS_ONLY,
       }));
       const details = {
         serverCostPerMessage: variants.map(({ sender, batchSize, name, cpu, wal }) => ({

@@ -15,6 +15,13 @@ export interface ResultRow {
   absent?: Partial<Record<SystemId, string>>;
 }
 
+/** The cells of a row that only outbox-relay runs (an option or mechanism the peers lack). */
+export const OURS_ONLY: Readonly<Partial<Record<SystemId, string>>> = {
+  'pg-boss': 'ours only',
+  'graphile-worker': 'ours only',
+  'sql-floor': 'ours only',
+};
+
 /** A database cloned from a system's migrated template, with the system open on it. */
 export interface FreshDatabase {
   name: string;
