@@ -230,6 +230,24 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     ],
   },
   {
+    name: 'an empty claim ends the drain while earlier rows are unrecorded',
+    row: 20,
+    edits: [
+      {
+        file: DRAIN,
+        find: 'run.lastClaimFound = claimed.length > 0 || exhausted.length > 0 || unrecorded;',
+        replace: 'run.lastClaimFound = claimed.length > 0 || exhausted.length > 0;',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/claims-on-wire.test.ts',
+        name: 'does not end the drain on an empty claim while earlier rows are unrecorded',
+        driver: 'node-pg',
+      },
+    ],
+  },
+  {
     name: 'never claim from the start within a backlog',
     row: 20,
     edits: [

@@ -30,7 +30,11 @@ export interface DrainRun {
   rowsOnWire: number;
   /** The last claim came back full (or set rows aside): more is probably due. */
   moreDue: boolean;
-  /** The last claim found anything at all: worth one more claim once everything is idle. */
+  /**
+   * Worth one more claim once everything is idle: the last claim to land found anything, or
+   * rows claimed before it were not yet recorded when it started (their delivery may free an
+   * ordering key's next message, which that claim could not see).
+   */
   lastClaimFound: boolean;
   /** Claims are over for this drain: a stop reason held, or a failure. */
   claimsOver: boolean;

@@ -199,9 +199,9 @@ export const CLAIMS_PER_FULL_SCAN = 4;
  * sends outrun one claim per round trip (instant sends, a far database). Only with claim ahead
  * on (`prefetch`), after a full claim, and with no subrequest budget or a large one
  * ({@link MIN_BUDGET_FOR_CLAIM_BESIDE}): at the end of a backlog one of the two comes back
- * empty, one round trip more per drain. SKIP LOCKED keeps the two
- * claims' rows apart, as it does for two overlapping drains. With slow sends the queue never
- * runs that low and claims go one at a time. A no-op drain of 50,000 ran 1.25x faster with two
+ * empty, one round trip more per drain. SKIP LOCKED keeps the two claims' rows apart, as it
+ * does for two overlapping drains. With slow sends the queue never runs that low and claims go
+ * one at a time. A no-op drain of 50,000 ran 1.25x faster with two
  * than with one, at the same CPU per message (docs/benchmarks.md, "Two claims on the wire").
  */
 export const MAX_CLAIMS_ON_WIRE = 2;

@@ -173,18 +173,24 @@ function claimIfLow(run: DrainRun, settles: SettleGroups): void {
   if (!low) return;
   // A short claim means nothing more was due then: claim once more only when all is idle (for
   // work that came due meanwhile, such as the next message of an ordering key whose head was
-  // just sent), and stop at the first claim that finds nothing. A claim after a cursor that
-  // comes back short has looked from the start of the due order too (see claimStatement).
+  // just sent), and stop at the first claim that finds nothing while every row claimed before
+  // it was recorded. A claim after a cursor that comes back short has looked from the start of
+  // the due order too (see claimStatement).
   const idle = !run.moreDue;
   if (idle) {
     if (!run.lastClaimFound) run.claimsOver = true;
     if (!run.lastClaimFound || run.queue.length > 0 || run.inFlight > 0) return;
   }
   if (claimsStopped(run)) return;
+  // Rows claimed and not yet recorded, or a claim on the wire: if this claim finds nothing, it
+  // may only be because they still hold their ordering keys.
+  const unrecorded = run.unsettled > 0 || settles.pending || run.claimsOnWire > 0;
+  run.claimsOnWire += 1;
   // Before the idle claim, write the outcomes still waiting: an ordering key's next message
   // becomes claimable only once its head's delivery is recorded.
-  run.claimsOnWire += 1;
-  const claimed = idle ? settles.writeAll().then(() => claimUnlessStopped(run)) : claim(run);
+  const claimed = idle
+    ? settles.writeAll().then(() => claimUnlessStopped(run))
+    : claim(run, unrecorded);
   void claimed.then(
     () => {
       run.claimsOnWire -= 1;
@@ -199,9 +205,14 @@ function claimIfLow(run: DrainRun, settles: SettleGroups): void {
   );
 }
 
+/** Claims of due rows (not a kick's keys) while the last claim to land came back full. */
+function claimingBacklog(run: DrainRun): boolean {
+  return run.moreDue && !run.options.keys;
+}
+
 /**
- * Whether a second claim may join the one on the wire: only with claim ahead on, while the last
- * claim came back full, for due rows rather than a kick's keys, and under no subrequest budget
+ * Whether a second claim may join the one on the wire: only with claim ahead on, once a claim
+ * has landed full, for due rows rather than a kick's keys, and under no subrequest budget
  * or a large one: the claim beside one that comes back short is a round trip wasted, which a
  * small budget would feel as a send forgone.
  */
@@ -209,15 +220,15 @@ function mayClaimBeside(run: DrainRun): boolean {
   const { settings } = run;
   return (
     settings.prefetch &&
-    run.moreDue &&
-    !run.options.keys &&
+    claimingBacklog(run) &&
+    run.report.batches > run.claimsOnWire &&
     settings.subrequestBudget >= MIN_BUDGET_FOR_CLAIM_BESIDE
   );
 }
 
 /** A claim after a wait: the budget or a failure may have changed meanwhile. */
 async function claimUnlessStopped(run: DrainRun): Promise<void> {
-  if (!claimsStopped(run)) await claim(run);
+  if (!claimsStopped(run)) await claim(run, false);
 }
 
 /** Whether claims are over for this drain; the first time a reason holds, it is noted. */
@@ -247,7 +258,8 @@ function reasonNotToClaim(run: DrainRun): StopReason | undefined {
   return undefined;
 }
 
-async function claim(run: DrainRun): Promise<void> {
+/** `unrecorded`: rows claimed earlier were not all recorded as this claim started. */
+async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
   const { settings, report } = run;
   const claimedAt = settings.clock.now();
   const claimToken = settings.newId();
@@ -266,8 +278,7 @@ async function claim(run: DrainRun): Promise<void> {
   );
   // Deep in a backlog, start after the last row claimed; see CURSOR_FROM_CLAIMED.
   const after =
-    run.moreDue &&
-    !run.options.keys &&
+    claimingBacklog(run) &&
     report.claimed >= CURSOR_FROM_CLAIMED &&
     run.claimsSinceFullScan < CLAIMS_PER_FULL_SCAN - 1
       ? run.cursor
@@ -298,7 +309,7 @@ async function claim(run: DrainRun): Promise<void> {
   report.claimed += claimed.length;
   report.dead += exhausted.length;
   run.moreDue = claimed.length >= limit || exhausted.length > 0;
-  run.lastClaimFound = claimed.length > 0 || exhausted.length > 0;
+  run.lastClaimFound = claimed.length > 0 || exhausted.length > 0 || unrecorded;
   run.unsettled += claimed.length;
   const leaseEndsAt = claimedAt.getTime() + settings.leaseMs;
   for (const message of claimed) run.queue.push({ message, claimToken, leaseEndsAt });

@@ -33,6 +33,11 @@ export class SettleGroups {
     this.#run = run;
   }
 
+  /** Whether outcomes are waiting for a write, or a write is on the wire. */
+  get pending(): boolean {
+    return this.#writing !== undefined || this.#waiting.length > 0;
+  }
+
   /** One outcome is known: it is written with its group. */
   add(request: SettleRequest): void {
     if (this.#waiting.length === 0) this.#firstAt = performance.now();

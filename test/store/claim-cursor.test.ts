@@ -12,10 +12,10 @@ import type { ClaimRequest, ClaimResult, OutboxStore } from '../../src/core/outb
 import type { Outbox } from '../../src/outbox.js';
 import { useTestDatabase } from '../support/database.js';
 import {
+  claimCountingStore,
   claimRequest,
   freshOutbox,
   recordingSender,
-  watchClaims,
 } from '../support/drain-fixtures.js';
 import { DRIVER_NAMES, type Driver, useDriver } from '../support/drivers.js';
 
@@ -116,9 +116,11 @@ describe('a drain deep in a backlog', () => {
     });
     expect(report.delivered).toBe(BACKLOG);
     const { claims } = recorded;
-    // Full claims, then one that finds nothing (after the cursor, nor from the start).
+    // Full claims, then one that finds nothing (after the cursor, nor from the start) while the
+    // last batch is still being sent, and one more once every row is recorded.
     expect(claims.map((c) => c.result.claimed.length)).toEqual([
       ...Array(BACKLOG / BATCH).fill(BATCH),
+      0,
       0,
     ]);
     claims.forEach(({ request }, index) => {
@@ -199,7 +201,7 @@ describe('a drain deep in a backlog', () => {
     const { outbox, store } = await freshOutbox(driver);
     await enqueueBacklog(outbox, driver);
     const recorded = recordingStore(store);
-    const watched = watchClaims(recorded.store);
+    const watched = claimCountingStore(recorded.store);
     const sender = recordingSender();
     const report = await drainOnce({
       store: watched.store,
@@ -207,7 +209,8 @@ describe('a drain deep in a backlog', () => {
       batchSize: BATCH,
     });
     expect(watched.seen.mostOnWire).toBe(2);
-    expect(report.delivered).toBe(BACKLOG);
+    expect(report).toMatchObject({ delivered: BACKLOG, stale: 0 });
+    expect(sender.calls).toHaveLength(BACKLOG);
     expect(new Set(sender.calls.map((call) => call.key)).size).toBe(BACKLOG);
     expect(recorded.claims.some(({ request }) => request.after)).toBe(true);
   });

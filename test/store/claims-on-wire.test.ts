@@ -8,8 +8,14 @@
 import { describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
 import { type DrainOptions, MIN_BUDGET_FOR_CLAIM_BESIDE } from '../../src/core/drain-settings.js';
+import type { OutboxStore } from '../../src/core/outbox-store.js';
 import { useTestDatabase } from '../support/database.js';
-import { freshOutbox, recordingSender, sleep, watchClaims } from '../support/drain-fixtures.js';
+import {
+  claimCountingStore,
+  freshOutbox,
+  recordingSender,
+  sleep,
+} from '../support/drain-fixtures.js';
 import { countingExecutor, DRIVER_NAMES, useDriver } from '../support/drivers.js';
 
 const database = useTestDatabase();
@@ -38,7 +44,7 @@ describe.each(DRIVER_NAMES)('claims on the wire, through %s', (driverName) => {
       })),
     );
     const counted = countingExecutor(driver.db);
-    const far = watchClaims(outbox.store(counted), ROUND_TRIP_MS);
+    const far = claimCountingStore(outbox.store(counted), ROUND_TRIP_MS);
     const sender = recordingSender(() => (sendMs > 0 ? sleep(sendMs) : undefined));
     const report = await drainOnce({
       store: far.store,
@@ -54,6 +60,7 @@ describe.each(DRIVER_NAMES)('claims on the wire, through %s', (driverName) => {
     const { report, seen, sender } = await drainFar(300);
     expect(seen.mostOnWire).toBe(2);
     expect(report).toMatchObject({ claimed: 300, delivered: 300, released: 0, stale: 0 });
+    expect(sender.calls).toHaveLength(300);
     expect(new Set(sender.calls.map((call) => call.key)).size).toBe(300);
   });
 
@@ -67,10 +74,38 @@ describe.each(DRIVER_NAMES)('claims on the wire, through %s', (driverName) => {
     }
   });
 
+  it('does not end the drain on an empty claim while earlier rows are unrecorded', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    const keys = await outbox.enqueue(driver.db, [
+      { kind: 'test.kind', payload: { n: 1 }, orderingKey: 'a' },
+      { kind: 'test.kind', payload: { n: 2 }, orderingKey: 'b' },
+      { kind: 'test.kind', payload: { n: 3 }, orderingKey: 'a' },
+      { kind: 'test.kind', payload: { n: 4 }, orderingKey: 'b' },
+    ]);
+    // Settles land late, so the claim after the first finds both keys' heads still claimed.
+    const slowSettles: OutboxStore = {
+      claim: (request) => store.claim(request),
+      async settle(requests, now) {
+        await sleep(5 * ROUND_TRIP_MS);
+        return store.settle(requests, now);
+      },
+    };
+    const sender = recordingSender();
+    const report = await drainOnce({
+      store: slowSettles,
+      senders: { 'test.kind': sender.send },
+      batchSize: 2,
+    });
+    // The empty claim proved nothing while the heads were unrecorded: once they were, one more
+    // claim took the keys' next messages in the same drain.
+    expect(report.delivered).toBe(4);
+    expect(sender.delivered).toEqual(keys);
+  });
+
   it('claims one batch at a time when the sends are slower than a claim', async () => {
-    const { report, seen } = await drainFar(40, { sendMs: 4 * ROUND_TRIP_MS, concurrency: 2 });
+    const { report, seen } = await drainFar(20, { sendMs: 10 * ROUND_TRIP_MS, concurrency: 2 });
     expect(seen.mostOnWire).toBe(1);
-    expect(report.delivered).toBe(40);
+    expect(report.delivered).toBe(20);
   });
 
   it('counts the rows a claim on the wire may bring against maxMessages', async () => {

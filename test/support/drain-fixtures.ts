@@ -145,7 +145,7 @@ export interface ClaimsSeen {
  * The store, with the claims on the wire at once counted, and each claim held back `delayMs`
  * before it reaches the database (an injected round trip, as from a far region).
  */
-export function watchClaims(
+export function claimCountingStore(
   store: OutboxStore,
   delayMs = 0,
 ): { seen: ClaimsSeen; store: OutboxStore } {
