@@ -72,13 +72,16 @@ describe('outbox drain (the process)', () => {
       released: 0,
       stale: 0,
       batches: 2,
-      settles: 1,
-      roundTrips: 3,
+      // One settle write, or two when the sends finish more than settleGroupMs apart.
+      settles: expect.any(Number),
+      roundTrips: expect.any(Number),
       sends: 2,
       senderSubrequests: 0,
       durationMs: expect.any(Number),
       stopReason: 'empty',
     });
+    expect([1, 2]).toContain(report.settles);
+    expect(report.roundTrips).toBe(report.batches + report.settles);
     expect(receiver.received.map((request) => JSON.parse(request.body))).toEqual(
       expect.arrayContaining([{ n: 1 }, { n: 2 }]),
     );
