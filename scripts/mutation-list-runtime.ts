@@ -151,7 +151,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: DRAIN,
-        find: '      budgetLeft(run) - run.queue.length - run.rowsOnWire,\n',
+        find: '      sendsAffordable(run),\n',
         replace: '',
       },
     ],
@@ -168,9 +168,9 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     row: 10,
     edits: [
       {
-        file: DRAIN,
-        find: '      budgetLeft(run) - run.queue.length - run.rowsOnWire,\n',
-        replace: '      budgetLeft(run) - run.queue.length,\n',
+        file: 'src/core/drain-run.ts',
+        find: '- 1 - run.queue.length - run.rowsOnWire;',
+        replace: '- 1 - run.queue.length;',
       },
     ],
     tests: [

@@ -121,10 +121,21 @@ export function notify(run: DrainRun): void {
  * (or a claim on the wire) still waits for one: the last write of a drain is always paid for.
  */
 export function budgetLeft(run: DrainRun): number {
-  const { report } = run;
-  const spent = report.roundTrips + report.sends + report.senderSubrequests;
   const owedSettle = run.unsettled > 0 || run.claimsOnWire > 0 ? 1 : 0;
-  return run.settings.subrequestBudget - spent - owedSettle;
+  return run.settings.subrequestBudget - spent(run) - owedSettle;
+}
+
+/**
+ * Sends the budget can still pay for in a new claim: one settle is always kept free (the one
+ * the claim will owe, or the one already owed), and rows queued or on the wire in another
+ * claim have their sends taken first.
+ */
+export function sendsAffordable(run: DrainRun): number {
+  return run.settings.subrequestBudget - spent(run) - 1 - run.queue.length - run.rowsOnWire;
+}
+
+function spent({ report }: DrainRun): number {
+  return report.roundTrips + report.sends + report.senderSubrequests;
 }
 
 /** Records why the drain stops, keeping the first reason seen. */

@@ -8,6 +8,7 @@ import {
   noteStop,
   notify,
   type QueuedMessage,
+  sendsAffordable,
 } from './drain-run.js';
 import {
   CLAIMS_PER_FULL_SCAN,
@@ -184,7 +185,7 @@ function claimIfLow(run: DrainRun, settles: SettleGroups): void {
   if (claimsStopped(run)) return;
   // Rows claimed and not yet recorded, or a claim on the wire: if this claim finds nothing, it
   // may only be because they still hold their ordering keys.
-  const unrecorded = run.unsettled > 0 || settles.pending || run.claimsOnWire > 0;
+  const unrecorded = run.unsettled > 0 || settles.writing || run.claimsOnWire > 0;
   run.claimsOnWire += 1;
   // Before the idle claim, write the outcomes still waiting: an ordering key's next message
   // becomes claimable only once its head's delivery is recorded.
@@ -243,13 +244,11 @@ function claimsStopped(run: DrainRun): boolean {
 function reasonNotToClaim(run: DrainRun): StopReason | undefined {
   const { settings, report } = run;
   if (run.options.signal?.aborted || run.failure) return 'aborted';
-  // Room for the claim itself, one send, and the settle it will owe unless one is owed already;
-  // rows queued or on the wire have their sends spoken for.
-  const settleToOwe = run.unsettled > 0 || run.claimsOnWire > 0 ? 0 : 1;
+  // Room for the claim itself and one send, beside the settle and the rows already spoken for.
   if (
     run.budgetRefused ||
     settings.maxMessages - report.claimed - run.rowsOnWire <= 0 ||
-    budgetLeft(run) - run.queue.length - run.rowsOnWire - settleToOwe < 2
+    sendsAffordable(run) < 2
   )
     return 'budget';
   // A claim is worth making only if one send, its group's wait and both round trips fit.
@@ -265,15 +264,12 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
   const claimToken = settings.newId();
   report.roundTrips += 1;
   report.batches += 1;
-  // Rows queued or on the wire in another claim have their sends taken from the budget before
-  // this claim's rows, and one settle stays free (budgetLeft keeps it while a claim is on the
-  // wire, as this one is).
   const limit = Math.max(
     1,
     Math.min(
       settings.batchSize,
       settings.maxMessages - report.claimed - run.rowsOnWire,
-      budgetLeft(run) - run.queue.length - run.rowsOnWire,
+      sendsAffordable(run),
     ),
   );
   // Deep in a backlog, start after the last row claimed; see CURSOR_FROM_CLAIMED.

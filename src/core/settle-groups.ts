@@ -33,9 +33,9 @@ export class SettleGroups {
     this.#run = run;
   }
 
-  /** Whether outcomes are waiting for a write, or a write is on the wire. */
-  get pending(): boolean {
-    return this.#writing !== undefined || this.#waiting.length > 0;
+  /** Whether a write is on the wire (outcomes still waiting for one count in run.unsettled). */
+  get writing(): boolean {
+    return this.#writing !== undefined;
   }
 
   /** One outcome is known: it is written with its group. */
