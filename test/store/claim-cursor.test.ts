@@ -15,6 +15,7 @@ import {
   claimCountingStore,
   claimRequest,
   freshOutbox,
+  type RecordingSender,
   recordingSender,
 } from '../support/drain-fixtures.js';
 import { DRIVER_NAMES, type Driver, useDriver } from '../support/drivers.js';
@@ -103,17 +104,16 @@ describe.each(DRIVER_NAMES)('claims after a cursor through %s', (driverName) => 
 describe('a drain deep in a backlog', () => {
   const driver = useDriver('node-pg', database);
 
+  /** Drains with prefetch off: each claim's cursor is the last row of the claim before it. */
+  const drainOneClaimAtATime = (store: OutboxStore, sender: RecordingSender) =>
+    drainOnce({ store, senders: { 'test.kind': sender.send }, batchSize: BATCH, prefetch: false });
+
   it('a drain deep in a backlog claims from the cursor, and from the start every fourth claim', async () => {
     const { outbox, store } = await freshOutbox(driver);
     await enqueueBacklog(outbox, driver);
     const recorded = recordingStore(store);
     const sender = recordingSender();
-    const report = await drainOnce({
-      store: recorded.store,
-      senders: { 'test.kind': sender.send },
-      batchSize: BATCH,
-      prefetch: false,
-    });
+    const report = await drainOneClaimAtATime(recorded.store, sender);
     expect(report.delivered).toBe(BACKLOG);
     const { claims } = recorded;
     // Full claims, then one that finds nothing (after the cursor, nor from the start) while the
@@ -148,12 +148,7 @@ describe('a drain deep in a backlog', () => {
       });
     });
     const sender = recordingSender();
-    await drainOnce({
-      store: recorded.store,
-      senders: { 'test.kind': sender.send },
-      batchSize: BATCH,
-      prefetch: false,
-    });
+    await drainOneClaimAtATime(recorded.store, sender);
     expect(sender.timesSent(late!)).toBe(1);
     const firstAfterCursor = recorded.claims.findIndex(({ request }) => request.after);
     const takenBy = recorded.claims.findIndex(({ result }) =>
@@ -183,12 +178,7 @@ describe('a drain deep in a backlog', () => {
       });
     });
     const sender = recordingSender();
-    const report = await drainOnce({
-      store: recorded.store,
-      senders: { 'test.kind': sender.send },
-      batchSize: BATCH,
-      prefetch: false,
-    });
+    const report = await drainOneClaimAtATime(recorded.store, sender);
     expect(report.delivered).toBe(BACKLOG + 1);
     expect(sender.timesSent(late!)).toBe(1);
     // That claim, finding nothing after its cursor, took the row from the start of the due order.
