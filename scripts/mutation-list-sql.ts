@@ -205,14 +205,19 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: STATEMENTS,
-        find: 'LIMIT $2\n          FOR UPDATE SKIP LOCKED)\n        RETURNING m.id\n      ),\n      moved AS',
+        find: 'LIMIT $2\n          FOR UPDATE SKIP LOCKED)\n        RETURNING m.id\n      ),\n      room AS',
         replace:
-          'LIMIT 1000000\n          FOR UPDATE SKIP LOCKED)\n        RETURNING m.id\n      ),\n      moved AS',
+          'LIMIT 1000000\n          FOR UPDATE SKIP LOCKED)\n        RETURNING m.id\n      ),\n      room AS',
       },
       {
         file: STATEMENTS,
-        find: 'LIMIT greatest(0, $2 - (SELECT count(*) FROM kept))',
-        replace: 'LIMIT greatest(1000000, $2 - (SELECT count(*) FROM kept))',
+        find: 'LIMIT greatest(0, (SELECT messages FROM room))',
+        replace: 'LIMIT 1000000',
+      },
+      {
+        file: STATEMENTS,
+        find: 'WHERE g.before < (SELECT messages FROM room))',
+        replace: 'WHERE g.before < 1000000)',
       },
     ],
     tests: [

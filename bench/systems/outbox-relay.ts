@@ -12,7 +12,7 @@ import { purgeOnce } from '../../src/core/purge.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox, type Outbox, type OutboxOptions } from '../../src/outbox.js';
 import { quoteSchema } from '../../src/store/schema-name.js';
-import { outboxStatements } from '../../src/store/statements.js';
+import { historyGroupsFrom, outboxStatements } from '../../src/store/statements.js';
 import { ownVersion } from '../lib/machine.js';
 import { benchPool } from '../lib/postgres.js';
 import {
@@ -33,8 +33,9 @@ export function benchOutbox(options: Pick<OutboxOptions, 'keepDelivered'> = {}):
   return createOutbox({ schema: OUTBOX_SCHEMA, kinds: { [BENCH_KIND]: true }, ...options });
 }
 
-const messages = `${quoteSchema(OUTBOX_SCHEMA)}.messages`;
-const deliveredMessages = `${quoteSchema(OUTBOX_SCHEMA)}.delivered_messages`;
+const quotedSchema = quoteSchema(OUTBOX_SCHEMA);
+const messages = `${quotedSchema}.messages`;
+const historyGroups = `${quotedSchema}.delivered_groups`;
 
 export const outboxRelaySystem: QueueSystem = {
   id: 'outbox-relay',
@@ -128,19 +129,25 @@ export function openOutboxHandle(
     },
 
     async insertHistory(rows) {
-      // Delivered messages as a drain leaves them: moved to delivered history at settle, one
-      // attempt, older than anything pending (they were enqueued and delivered before it).
+      // Delivered messages as a drain leaves them: moved to delivered history at settle in
+      // groups (of 300 here), one attempt, older than anything pending (they were enqueued and
+      // delivered before it).
       await pool.query(
-        `INSERT INTO ${deliveredMessages}
-           (id, key, kind, payload, attempts, max_attempts, due_at, created_at, delivered_at)
-         SELECT -g, gen_random_uuid(), $2,
-           jsonb_build_object('orderId', g, 'event', 'order.created',
-             'note', 'outbox-relay benchmark message'),
-           1, 10,
-           now() - interval '1 day' + g * interval '1 millisecond',
-           now() - interval '1 day' + g * interval '1 millisecond',
-           now() - interval '1 day' + g * interval '1 millisecond' + interval '50 milliseconds'
-         FROM generate_series(1, $1::integer) AS g`,
+        `INSERT INTO ${historyGroups} (delivered_at, size, ids, keys, messages)
+         ${historyGroupsFrom(
+           quotedSchema,
+           `(SELECT -g AS id, gen_random_uuid() AS key, $2::text AS kind,
+               jsonb_build_object('orderId', g, 'event', 'order.created',
+                 'note', 'outbox-relay benchmark message') AS payload,
+               NULL::text AS ordering_key, 1 AS attempts, 10 AS max_attempts,
+               now() - interval '1 day' + g * interval '1 millisecond' AS due_at,
+               NULL::text AS last_error,
+               now() - interval '1 day' + g * interval '1 millisecond' AS created_at,
+               now() - interval '1 day' + (g / 300) * interval '300 milliseconds'
+                 + interval '50 milliseconds' AS delivered_at
+             FROM generate_series(1, $1::integer) AS g) history`,
+           'delivered_at',
+         )}`,
         [rows, BENCH_KIND],
       );
     },
@@ -158,7 +165,7 @@ export function openOutboxHandle(
     },
 
     async tables() {
-      return [`${OUTBOX_SCHEMA}.messages`, `${OUTBOX_SCHEMA}.delivered_messages`];
+      return [`${OUTBOX_SCHEMA}.messages`, `${OUTBOX_SCHEMA}.delivered_groups`];
     },
 
     close: () => pool.end(),
@@ -183,7 +190,7 @@ export function claimRequest(limit: number): ClaimRequest {
  */
 export async function explainClaim(pool: pg.Pool, limit: number): Promise<string> {
   const request = claimRequest(limit);
-  const statement = outboxStatements(quoteSchema(OUTBOX_SCHEMA)).claimDueMessages(request.limit);
+  const statement = outboxStatements(quotedSchema).claimDueMessages(request.limit);
   const client = await pool.connect();
   try {
     await client.query('BEGIN');

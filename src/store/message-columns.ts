@@ -7,10 +7,13 @@ export const MESSAGE_COLUMNS = `m.id, m.key, m.kind, m.payload, m.ordering_key, 
   CASE WHEN m.state = 'claimed' THEN m.lease_expires_at ELSE m.due_at END AS due_at,
   m.claimed_at, m.last_error, m.created_at, m.delivered_at, m.dead_at`;
 
-/** The same columns from delivered history (alias h), where every row is delivered. */
+/**
+ * The same columns from delivered history: a message (alias h) of a group (alias g), where every
+ * message is delivered, at its group's time.
+ */
 export const DELIVERED_COLUMNS = `h.id, h.key, h.kind, h.payload, h.ordering_key,
   NULL::text AS dedupe_key, 'delivered'::text AS state, h.attempts, h.max_attempts, h.due_at,
-  NULL::timestamptz AS claimed_at, h.last_error, h.created_at, h.delivered_at,
+  NULL::timestamptz AS claimed_at, h.last_error, h.created_at, g.delivered_at,
   NULL::timestamptz AS dead_at`;
 
 /**

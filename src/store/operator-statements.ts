@@ -1,7 +1,8 @@
 /**
  * The statements operators run through the store (admin API, dashboard, CLI): counts, keyset
- * lists, one message by id or key, retry and discard. Delivered messages live in history
- * (delivered_messages) once settled, so every read of a message looks in both tables.
+ * lists, one message by id or key, retry and discard. Delivered messages live in history once
+ * settled, as groups (delivered_groups, one row per settle, its messages in an array), so every
+ * read of a message looks in messages and in the groups that may hold it.
  */
 import { DELIVERED_COLUMNS, MESSAGE_COLUMNS } from './message-columns.js';
 
@@ -32,12 +33,18 @@ function listDead(messages: string): string {
       LIMIT $4`;
 }
 
+/** History's messages, one row each (alias h), with their group (alias g). */
+function historyMessages(groups: string): string {
+  return `${groups} g CROSS JOIN LATERAL unnest(g.messages) h`;
+}
+
 /**
  * $1 kind or null, $2 cursor time, $3 cursor id, $4 limit: delivered messages newest first, from
  * history and from the rows a dedupe key keeps in messages, each side read in order on its
- * delivered_at index and merged.
+ * delivered_at index and merged. History's side walks groups newest first and sorts each
+ * group's messages by id, stopping once it has the limit.
  */
-function listDelivered(messages: string, delivered: string): string {
+function listDelivered(messages: string, groups: string): string {
   return `
       SELECT * FROM (
         (SELECT ${MESSAGE_COLUMNS}
@@ -49,10 +56,11 @@ function listDelivered(messages: string, delivered: string): string {
          LIMIT $4)
         UNION ALL
         (SELECT ${DELIVERED_COLUMNS}
-         FROM ${delivered} h
-         WHERE ($1::text IS NULL OR h.kind = $1)
-           AND ($2::timestamptz IS NULL OR (h.delivered_at, h.id) < ($2, $3::bigint))
-         ORDER BY h.delivered_at DESC, h.id DESC
+         FROM ${historyMessages(groups)}
+         WHERE ($2::timestamptz IS NULL OR g.delivered_at <= $2)
+           AND ($1::text IS NULL OR h.kind = $1)
+           AND ($2::timestamptz IS NULL OR (g.delivered_at, h.id) < ($2, $3::bigint))
+         ORDER BY g.delivered_at DESC, h.id DESC
          LIMIT $4)
       ) u
       ORDER BY u.delivered_at DESC, u.id DESC
@@ -60,43 +68,45 @@ function listDelivered(messages: string, delivered: string): string {
 }
 
 /**
- * History rows counted one by one in stats, at most. Counting reads every row (there is no
- * cheaper exact count in PostgreSQL), about 1 ms per 10,000 rows when cached; beyond this the
- * count is an estimate, so a dashboard refreshing stats costs the same at ten million rows.
+ * History groups summed one by one in stats, at most. Each is one row however many messages it
+ * holds, and the sum reads only their sizes, about 1 ms per 10,000 groups when cached; beyond
+ * this the count is an estimate, so a dashboard refreshing stats costs the same at any size.
  */
-export const EXACT_HISTORY_COUNT_LIMIT = 10_000;
+export const EXACT_HISTORY_GROUPS_LIMIT = 10_000;
 
 /**
- * Rows in delivered history: exact up to {@link EXACT_HISTORY_COUNT_LIMIT} (a count that stops
- * one row past it), otherwise PostgreSQL's live-row statistic for the table: rows inserted minus
- * rows deleted, as the server's statistics saw them. Those lag commits: a session hands its
- * counts over when it goes idle, at most once a second (PostgreSQL 15+ may hold them for 10 to
- * 60 s while the session stays busy). After a crash or a statistics reset that statistic is
- * zero until autovacuum analyzes the table, so the estimate falls back to pg_class.reltuples
- * (as of the last VACUUM or ANALYZE). Either way it is never below the limit, since the capped
- * count found more.
+ * Messages in delivered history: exact while it holds at most {@link EXACT_HISTORY_GROUPS_LIMIT}
+ * groups (a sum that stops one group past it), otherwise PostgreSQL's live-row statistic for the
+ * groups times the mean size of the groups summed. That statistic is rows inserted minus rows
+ * deleted, as the server's statistics saw them. It lags commits: a session hands its counts
+ * over when it goes idle, at most once a second (PostgreSQL 15+ may hold them for 10 to 60 s
+ * while the session stays busy). After a crash or a statistics reset it is zero until
+ * autovacuum analyzes the table, so the estimate falls back to pg_class.reltuples (as of the
+ * last VACUUM or ANALYZE). Either way it is never below the messages summed.
  */
-function historyCount(delivered: string): string {
+function historyCount(groups: string): string {
   return `
-        SELECT CASE WHEN capped.n <= ${EXACT_HISTORY_COUNT_LIMIT} THEN capped.n
-          ELSE greatest(${EXACT_HISTORY_COUNT_LIMIT + 1},
-            coalesce(nullif(pg_stat_get_live_tuples(c.oid), 0), c.reltuples::bigint)) END
-        FROM (SELECT count(*) AS n
-              FROM (SELECT 1 FROM ${delivered} LIMIT ${EXACT_HISTORY_COUNT_LIMIT + 1}) sample) capped,
+        SELECT CASE WHEN capped.groups <= ${EXACT_HISTORY_GROUPS_LIMIT} THEN capped.messages
+          ELSE greatest(capped.messages, round(capped.messages::numeric / capped.groups
+            * coalesce(nullif(pg_stat_get_live_tuples(c.oid), 0), c.reltuples::bigint))::bigint)
+          END
+        FROM (SELECT count(*) AS groups, coalesce(sum(size), 0) AS messages
+              FROM (SELECT size FROM ${groups} LIMIT ${EXACT_HISTORY_GROUPS_LIMIT + 1}) sample)
+            capped,
           pg_class c
-        WHERE c.oid = '${delivered}'::regclass`;
+        WHERE c.oid = '${groups}'::regclass`;
 }
 
 export function operatorStatements(quotedSchema: string): OperatorStatements {
   const messages = `${quotedSchema}.messages`;
-  const delivered = `${quotedSchema}.delivered_messages`;
+  const groups = `${quotedSchema}.delivered_groups`;
   return {
     /**
      * $1 now. Counts per state in one statement. `claimed` counts live leases; a claimed row
      * whose lease has passed is due again and counts as due. Lag is the age of the oldest message
      * that is due now and not held by a live lease: how far behind the drains are. Delivered
-     * counts history too: exactly while history holds at most {@link EXACT_HISTORY_COUNT_LIMIT}
-     * rows, and beyond that as an estimate (see {@link historyCount}), so a stats call never
+     * counts history too: exactly while history holds at most
+     * {@link EXACT_HISTORY_GROUPS_LIMIT} groups, and beyond that as an estimate (see {@link historyCount}), so a stats call never
      * counts millions of rows.
      */
     readStats: `
@@ -105,7 +115,7 @@ export function operatorStatements(quotedSchema: string): OperatorStatements {
         count(*) FILTER (WHERE state = 'pending' AND due_at <= $1) AS due,
         count(*) FILTER (WHERE state = 'claimed' AND lease_expires_at > $1) AS claimed,
         count(*) FILTER (WHERE state = 'claimed' AND lease_expires_at <= $1) AS lease_expired,
-        count(*) FILTER (WHERE state = 'delivered') + (${historyCount(delivered)}) AS delivered,
+        count(*) FILTER (WHERE state = 'delivered') + (${historyCount(groups)}) AS delivered,
         count(*) FILTER (WHERE state = 'dead') AS dead,
         min(CASE WHEN state = 'claimed' THEN lease_expires_at ELSE due_at END) FILTER (
           WHERE (state = 'pending' AND due_at <= $1)
@@ -138,7 +148,7 @@ export function operatorStatements(quotedSchema: string): OperatorStatements {
       ORDER BY m.lease_expires_at, m.id
       LIMIT $4`,
 
-    listDelivered: listDelivered(messages, delivered),
+    listDelivered: listDelivered(messages, groups),
     listDead: listDead(messages),
 
     /** $1 since. Outcomes per minute, all kinds together, for metrics and the dashboard chart. */
@@ -161,20 +171,27 @@ export function operatorStatements(quotedSchema: string): OperatorStatements {
       ORDER BY coalesce(m.dead_at, m.due_at) DESC, m.id DESC
       LIMIT $1`,
 
-    /** $1 id. In messages or, once delivered, in history (never both: settle moves it). */
+    /**
+     * $1 id. In messages or, once delivered, in history (never both: settle moves it): in the
+     * groups whose id range holds it, on delivered_groups_ids.
+     */
     readMessage: `
       SELECT ${MESSAGE_COLUMNS} FROM ${messages} m WHERE m.id = $1
       UNION ALL
-      SELECT ${DELIVERED_COLUMNS} FROM ${delivered} h WHERE h.id = $1`,
+      SELECT ${DELIVERED_COLUMNS} FROM ${historyMessages(groups)}
+      WHERE g.ids @> $1::bigint AND h.id = $1`,
 
     /**
-     * $1 key (a uuid). Operators arrive with the key from a receiver's log; messages_key_unique
-     * and delivered_messages_key_unique.
+     * $1 key (a uuid). Operators arrive with the key from a receiver's log; messages_key_unique,
+     * then the groups whose key range holds it, on delivered_groups_keys. Time-ordered keys (the
+     * default) keep those ranges narrow; random keys make every group's range wide, and the read
+     * then looks through all of history.
      */
     readMessageByKey: `
       SELECT ${MESSAGE_COLUMNS} FROM ${messages} m WHERE m.key = $1::uuid
       UNION ALL
-      SELECT ${DELIVERED_COLUMNS} FROM ${delivered} h WHERE h.key = $1::uuid`,
+      SELECT ${DELIVERED_COLUMNS} FROM ${historyMessages(groups)}
+      WHERE g.keys @> $1::uuid AND h.key = $1::uuid`,
 
     /**
      * $1 id, $2 now. Dead -> pending with a fresh set of attempts; the row keeps its key, so a
@@ -194,14 +211,22 @@ export function operatorStatements(quotedSchema: string): OperatorStatements {
     /**
      * $1 id. Deletes a message that is not mid-delivery, from messages or from history. A
      * claimed row is refused: its drain may be sending it right now, and deleting it would turn
-     * that send's settle stale.
+     * that send's settle stale. In history the message's group is written again without it (an
+     * emptied group stays until purge); the group keeps its id and key ranges, which still bound
+     * what is left. The WHERE is checked again on the newest version of the group, so two
+     * discards in one group at once each take out their own message.
      */
     discardMessage: `
       WITH live AS (
         DELETE FROM ${messages} WHERE id = $1 AND state <> 'claimed' RETURNING id, state
       ),
       archived AS (
-        DELETE FROM ${delivered} WHERE id = $1 RETURNING id, 'delivered'::text AS state
+        UPDATE ${groups} g SET
+          size = g.size - 1,
+          messages = ARRAY(SELECT kept FROM unnest(g.messages) kept WHERE kept.id <> $1)
+        WHERE g.ids @> $1::bigint
+          AND EXISTS (SELECT FROM unnest(g.messages) gone WHERE gone.id = $1)
+        RETURNING $1::bigint AS id, 'delivered'::text AS state
       )
       SELECT id, state FROM live UNION ALL SELECT id, state FROM archived`,
   };

@@ -272,10 +272,11 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
         const room = limit - report.deliveredDeleted - report.deadDeleted;
         if (room <= 0) break deleting;
         const take = Math.min(batchSize, room);
-        const result = await this.db.query(pass.text, [cutoff, take]);
+        const result = await this.db.query<{ deleted: number }>(pass.text, [cutoff, take]);
+        const deleted = Number(result.rows[0]?.deleted ?? 0);
         report.statements += 1;
-        report[pass.field] += result.rowCount;
-        if (result.rowCount < take) break;
+        report[pass.field] += deleted;
+        if (deleted < take) break;
       }
     }
     if (report.deliveredDeleted + report.deadDeleted > 0) {

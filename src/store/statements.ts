@@ -53,15 +53,32 @@ function countOutcomes(quotedSchema: string, outcomes: string, now: string): str
           dead = c.dead + excluded.dead`;
 }
 
-/** The settle's step that appends the messages it deleted to delivered history. */
-function archiveMoved(delivered: string): string {
+/**
+ * A SELECT that makes history groups from `source`, rows in the columns of `delivered_message`
+ * plus `delivered_at`, one group per value of `groupBy`: the group's size, its bounding id and
+ * key ranges, and its messages as one array (migrations/0005_history_by_settle_group.sql). The
+ * key range compares keys as text in the "C" collation, which orders them as uuid does
+ * (PostgreSQL has no min or max for uuid). Settle uses it, and so do tests and the bench that
+ * write history directly.
+ */
+export function historyGroupsFrom(quotedSchema: string, source: string, groupBy?: string): string {
+  return `SELECT max(delivered_at), count(*), range_agg(int8range(id, id, '[]')),
+          ${quotedSchema}.message_key_range(min(key::text COLLATE "C")::uuid,
+            max(key::text COLLATE "C")::uuid, '[]'),
+          array_agg(ROW(id, key, kind, payload, ordering_key, attempts, max_attempts, due_at,
+            last_error, created_at)::${quotedSchema}.delivered_message)
+        FROM ${source}
+        ${groupBy === undefined ? 'HAVING count(*) > 0' : `GROUP BY ${groupBy}`}`;
+}
+
+/**
+ * The settle's step that appends the messages it deleted to delivered history: one row for the
+ * whole group, stamped with the settle's time, and none when the group delivered nothing.
+ */
+function archiveMoved(quotedSchema: string): string {
   return `archived AS (
-        INSERT INTO ${delivered}
-          (id, key, kind, payload, ordering_key, attempts, max_attempts, due_at, last_error,
-           created_at, delivered_at)
-        SELECT id, key, kind, payload, ordering_key, attempts, max_attempts, due_at, last_error,
-          created_at, $6::timestamptz
-        FROM moved
+        INSERT INTO ${quotedSchema}.delivered_groups (delivered_at, size, ids, keys, messages)
+        ${historyGroupsFrom(quotedSchema, '(SELECT *, $6::timestamptz AS delivered_at FROM moved) moved')}
       ),`;
 }
 
@@ -201,7 +218,7 @@ export function outboxStatements(
 ): OutboxStatements {
   const keepDelivered = options.keepDelivered ?? true;
   const messages = `${quotedSchema}.messages`;
-  const delivered = `${quotedSchema}.delivered_messages`;
+  const groups = `${quotedSchema}.delivered_groups`;
   return {
     ...operatorStatements(quotedSchema),
     /**
@@ -266,7 +283,7 @@ export function outboxStatements(
         RETURNING m.id, m.key, m.kind, m.payload, m.ordering_key, m.attempts, m.max_attempts,
           m.due_at, m.last_error, m.created_at
       ),
-      ${keepDelivered ? archiveMoved(delivered) : ''}
+      ${keepDelivered ? archiveMoved(quotedSchema) : ''}
       -- Outcomes the delete did not take: anything but a delivery, a delivered message with a
       -- dedupe key, and stale ones. In a group of plain deliveries this is empty, so the update
       -- below probes nothing.
@@ -306,9 +323,12 @@ export function outboxStatements(
       SELECT o.id FROM o WHERE o.id NOT IN (SELECT id FROM settled)`,
 
     /**
-     * $1 delivered before, $2 limit. Bounded, oldest first: delivered rows a dedupe key keeps in
-     * messages (SKIP LOCKED, so a purge never blocks a drain), then history up to the rest of
-     * the limit. Each side walks its delivered_at index without reading pending rows.
+     * $1 delivered before, $2 limit; returns one row, `deleted`: how many messages went. Bounded,
+     * oldest first: delivered rows a dedupe key keeps in messages, then history groups while
+     * the messages before each are fewer than the rest of the limit. A group goes whole, so a
+     * statement may delete up to one group's messages past its limit, and a group larger than
+     * the limit still goes. SKIP LOCKED on both sides: a purge never waits for a drain, or for
+     * another purge or a discard holding a group.
      */
     purgeDelivered: `
       WITH kept AS (
@@ -321,27 +341,38 @@ export function outboxStatements(
           FOR UPDATE SKIP LOCKED)
         RETURNING m.id
       ),
+      room AS (SELECT $2 - count(*) AS messages FROM kept),
       moved AS (
-        DELETE FROM ${delivered} h
+        DELETE FROM ${groups} h
         WHERE h.id IN (
-          SELECT id FROM ${delivered}
-          WHERE delivered_at < $1
-          ORDER BY delivered_at, id
-          LIMIT greatest(0, $2 - (SELECT count(*) FROM kept))
-          FOR UPDATE SKIP LOCKED)
-        RETURNING h.id
+          SELECT g.id FROM (
+            SELECT oldest.id, sum(oldest.size) OVER (ORDER BY oldest.delivered_at, oldest.id)
+              - oldest.size AS before
+            FROM (
+              SELECT id, size, delivered_at FROM ${groups}
+              WHERE delivered_at < $1
+              ORDER BY delivered_at, id
+              LIMIT greatest(0, (SELECT messages FROM room))
+              FOR UPDATE SKIP LOCKED) oldest) g
+          WHERE g.before < (SELECT messages FROM room))
+        RETURNING h.size
       )
-      SELECT id FROM kept UNION ALL SELECT id FROM moved`,
+      SELECT ((SELECT count(*) FROM kept) + coalesce((SELECT sum(size) FROM moved), 0))::int
+        AS deleted`,
 
     /** $1 dead before, $2 limit. As purgeDelivered, for dead letter. */
     purgeDead: `
-      DELETE FROM ${messages} m
-      WHERE m.id IN (
-        SELECT id FROM ${messages}
-        WHERE dead_at IS NOT NULL AND dead_at < $1
-        ORDER BY dead_at, id
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED)`,
+      WITH gone AS (
+        DELETE FROM ${messages} m
+        WHERE m.id IN (
+          SELECT id FROM ${messages}
+          WHERE dead_at IS NOT NULL AND dead_at < $1
+          ORDER BY dead_at, id
+          LIMIT $2
+          FOR UPDATE SKIP LOCKED)
+        RETURNING 1
+      )
+      SELECT count(*)::int AS deleted FROM gone`,
 
     /** $1 older than. Counters are small, but one row a minute per kind adds up over a year. */
     purgeDeliveryCounts: `DELETE FROM ${quotedSchema}.delivery_counts WHERE minute < $1`,
@@ -356,7 +387,7 @@ export function outboxStatements(
      * skipped rather than waited for. Only a table's owner may vacuum it; any other role gets a
      * warning per table and nothing is done.
      */
-    reclaimPurgedSpace: `VACUUM (SKIP_LOCKED) ${messages}, ${delivered}`,
+    reclaimPurgedSpace: `VACUUM (SKIP_LOCKED) ${messages}, ${groups}`,
 
     /**
      * No parameters; run between the purge's two VACUUMs. An index page a VACUUM deletes may be

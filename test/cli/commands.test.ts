@@ -27,7 +27,7 @@ function env(extra: Record<string, string> = {}): Record<string, string> {
 }
 
 beforeEach(async () => {
-  await database.pool.query('TRUNCATE outbox.messages, outbox.delivered_messages');
+  await database.pool.query('TRUNCATE outbox.messages, outbox.delivered_groups');
 });
 
 /** One valid invocation of every command that needs the database. */

@@ -53,7 +53,7 @@ beforeAll(async () => {
 });
 
 beforeEach(async () => {
-  await database.pool.query('TRUNCATE outbox.messages, outbox.delivered_messages');
+  await database.pool.query('TRUNCATE outbox.messages, outbox.delivered_groups');
   dir = await mkdtemp(join(tmpdir(), 'outbox-config-'));
   receiver = await startWebhookReceiver();
 });

@@ -24,7 +24,7 @@ let receiver: WebhookReceiver;
 let drains: OutboxProcess[] = [];
 
 beforeEach(async () => {
-  await database.pool.query('TRUNCATE outbox.messages, outbox.delivered_messages');
+  await database.pool.query('TRUNCATE outbox.messages, outbox.delivered_groups');
   receiver = await startWebhookReceiver();
 });
 

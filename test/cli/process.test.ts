@@ -18,7 +18,7 @@ function env(extra: Record<string, string> = {}): Record<string, string> {
 }
 
 beforeEach(async () => {
-  await database.pool.query('TRUNCATE outbox.messages, outbox.delivered_messages');
+  await database.pool.query('TRUNCATE outbox.messages, outbox.delivered_groups');
 });
 
 describe('outbox (the process)', () => {

@@ -11,6 +11,7 @@ import {
   recordingSender,
 } from '../support/drain-fixtures.js';
 import { DRIVER_NAMES, useDriver } from '../support/drivers.js';
+import { regroupHistory } from '../support/history.js';
 
 const database = useTestDatabase();
 const HOUR = 60 * 60 * 1000;
@@ -196,11 +197,13 @@ describe.each(DRIVER_NAMES)('store operations through %s', (driverName) => {
     await drainOnce({ store, senders: { 'test.kind': sender.send }, clock });
     await outbox.enqueue(driver.db, { kind: 'test.kind', payload: { fresh: true } });
     // Ten of the delivered rows are recent; the rest are eight days old. Delivered messages
-    // without a dedupe key live in delivered history.
-    await database.pool.query(
-      `UPDATE ${schema}.delivered_messages SET delivered_at = delivered_at - interval '8 days'
-       WHERE (payload->>'index')::int >= 10`,
-    );
+    // without a dedupe key live in delivered history, here a group each, as a trickle of
+    // traffic leaves them.
+    await regroupHistory(database.pool, schema, {
+      groupBy: 'id',
+      deliveredAt: `CASE WHEN (h.payload->>'index')::int >= 10
+        THEN old.delivered_at - interval '8 days' ELSE old.delivered_at END`,
+    });
 
     const bounded = await purgeOnce({
       store,
@@ -222,5 +225,27 @@ describe.each(DRIVER_NAMES)('store operations through %s', (driverName) => {
     expect(rest).toMatchObject({ deliveredDeleted: 8, deadDeleted: 5 });
     const stats = await store.stats(new Date());
     expect(stats).toMatchObject({ pending: 1, delivered: 10, dead: 0 });
+  });
+
+  it('purges history a whole group at a time: a group larger than the limit still goes', async () => {
+    const { outbox, store, schema } = await freshOutbox(driver);
+    await outbox.enqueue(
+      driver.db,
+      Array.from({ length: 12 }, (_, index) => ({ kind: 'test.kind', payload: { index } })),
+    );
+    await drainOnce({ store, senders: { 'test.kind': async () => {} } });
+    // Two groups of six, both eight days old.
+    await regroupHistory(database.pool, schema, {
+      groupBy: `(payload->>'index')::int / 6`,
+      deliveredAt: `old.delivered_at - interval '8 days'`,
+    });
+    const purged = await purgeOnce({ store, limit: 4, batchSize: 4, deadOlderThanMs: null });
+    // The first group's six, past the limit of four; the second waits for the next purge.
+    expect(purged.deliveredDeleted).toBe(6);
+    expect((await store.stats(new Date())).delivered).toBe(6);
+    expect(await purgeOnce({ store, deadOlderThanMs: null })).toMatchObject({
+      deliveredDeleted: 6,
+    });
+    expect((await store.stats(new Date())).delivered).toBe(0);
   });
 });

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import {
-  EXACT_HISTORY_COUNT_LIMIT,
+  EXACT_HISTORY_GROUPS_LIMIT,
   operatorStatements,
 } from '../../src/store/operator-statements.js';
+import { historyGroupsFrom } from '../../src/store/statements.js';
 import { useTestDatabase } from '../support/database.js';
 import { freshOutbox } from '../support/drain-fixtures.js';
 import { useDriver } from '../support/drivers.js';
@@ -26,76 +27,90 @@ async function writeAndFlushStats(text: string, params: unknown[] = []): Promise
   }
 }
 
-/** Delivered history as settle leaves it, written directly: `count` rows after id `from`. */
-async function insertHistory(schema: string, from: number, count: number): Promise<void> {
+/** Messages per group in these tests' history. */
+const GROUP_SIZE = 3;
+
+/**
+ * Delivered history as settle leaves it, written directly: `groups` groups of
+ * {@link GROUP_SIZE} messages, numbered after group `from`.
+ */
+async function insertHistory(schema: string, from: number, groups: number): Promise<void> {
+  const source = `(SELECT g * ${GROUP_SIZE} + m AS id, gen_random_uuid() AS key,
+      'test.kind' AS kind, '{}'::jsonb AS payload, NULL::text AS ordering_key, 1 AS attempts,
+      10 AS max_attempts, now() AS due_at, NULL::text AS last_error, now() AS created_at,
+      now() AS delivered_at
+    FROM generate_series($1::bigint, $2::bigint) AS g, generate_series(0, ${GROUP_SIZE - 1}) AS m)
+    history`;
   await writeAndFlushStats(
-    `INSERT INTO ${schema}.delivered_messages
-       (id, key, kind, payload, attempts, max_attempts, due_at, created_at, delivered_at)
-     SELECT g, gen_random_uuid(), 'test.kind', '{}'::jsonb, 1, 10, now(), now(), now()
-     FROM generate_series($1::bigint, $2::bigint) AS g`,
-    [from + 1, from + count],
+    `INSERT INTO ${schema}.delivered_groups (delivered_at, size, ids, keys, messages)
+     ${historyGroupsFrom(schema, source, `id / ${GROUP_SIZE}`)}`,
+    [from + 1, from + groups],
   );
 }
 
+const LIMIT = EXACT_HISTORY_GROUPS_LIMIT;
+
 describe('stats over a large delivered history', () => {
-  it('counts history exactly up to the limit', async () => {
+  it('sums history exactly while it holds at most the limit of groups', async () => {
     const { schema, store } = await freshOutbox(driver);
-    await insertHistory(schema, 0, EXACT_HISTORY_COUNT_LIMIT);
-    expect((await store.stats(new Date())).delivered).toBe(EXACT_HISTORY_COUNT_LIMIT);
+    await insertHistory(schema, 0, LIMIT);
+    expect((await store.stats(new Date())).delivered).toBe(LIMIT * GROUP_SIZE);
   });
 
-  it('beyond the limit reports the live-row statistic, following inserts and deletes', async () => {
+  it('beyond the limit reports the live-row statistic times the mean group size, following inserts and deletes', async () => {
     const { schema, store } = await freshOutbox(driver);
-    await insertHistory(schema, 0, EXACT_HISTORY_COUNT_LIMIT + 2_500);
+    await insertHistory(schema, 0, LIMIT + 2_500);
     await waitFor('stats to show the inserted history', async () => {
-      return (await store.stats(new Date())).delivered === EXACT_HISTORY_COUNT_LIMIT + 2_500;
+      return (await store.stats(new Date())).delivered === (LIMIT + 2_500) * GROUP_SIZE;
     });
-    await writeAndFlushStats(`DELETE FROM ${schema}.delivered_messages WHERE id <= 1000`);
+    await writeAndFlushStats(
+      `DELETE FROM ${schema}.delivered_groups WHERE lower(ids) <= ${1000 * GROUP_SIZE}`,
+    );
     await waitFor('stats to show the deletes', async () => {
-      return (await store.stats(new Date())).delivered === EXACT_HISTORY_COUNT_LIMIT + 1_500;
+      return (await store.stats(new Date())).delivered === (LIMIT + 1_500) * GROUP_SIZE;
     });
   });
 
-  it('reads at most one row past the limit from history, however many it holds', async () => {
+  it('reads at most one group past the limit from history, however many it holds', async () => {
     const { schema } = await freshOutbox(driver);
-    await insertHistory(schema, 0, 3 * EXACT_HISTORY_COUNT_LIMIT);
+    await insertHistory(schema, 0, 3 * LIMIT);
     const statement = operatorStatements(`"${schema}"`).readStats;
     const { rows } = await database.pool.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement}`, [
       new Date(),
     ]);
     const historyScans: { 'Actual Rows': number; 'Actual Loops': number }[] = [];
     const walk = (node: Record<string, unknown>) => {
-      if (node['Relation Name'] === 'delivered_messages') historyScans.push(node as never);
+      if (node['Relation Name'] === 'delivered_groups') historyScans.push(node as never);
       for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
     };
     walk(rows[0]['QUERY PLAN'][0].Plan);
     expect(historyScans).toHaveLength(1);
     const [scan] = historyScans;
-    expect(scan!['Actual Rows'] * scan!['Actual Loops']).toBe(EXACT_HISTORY_COUNT_LIMIT + 1);
+    expect(scan!['Actual Rows'] * scan!['Actual Loops']).toBe(LIMIT + 1);
   });
 
   it('after a statistics reset falls back to the table size from the last ANALYZE', async () => {
     const { schema, store } = await freshOutbox(driver);
-    await insertHistory(schema, 0, EXACT_HISTORY_COUNT_LIMIT + 700);
-    await database.pool.query(`ANALYZE ${schema}.delivered_messages`);
+    await insertHistory(schema, 0, LIMIT + 700);
+    await database.pool.query(`ANALYZE ${schema}.delivered_groups`);
     await database.pool.query(
-      `SELECT pg_stat_reset_single_table_counters('${schema}.delivered_messages'::regclass)`,
+      `SELECT pg_stat_reset_single_table_counters('${schema}.delivered_groups'::regclass)`,
     );
     // PostgreSQL 14 applies a reset asynchronously; later versions at once.
     await waitFor('stats to fall back to reltuples', async () => {
-      return (await store.stats(new Date())).delivered === EXACT_HISTORY_COUNT_LIMIT + 700;
+      return (await store.stats(new Date())).delivered === (LIMIT + 700) * GROUP_SIZE;
     });
   });
 
-  it('never reports fewer than the limit once the count passed it, whatever the statistics say', async () => {
+  it('never reports fewer than it summed once past the limit, whatever the statistics say', async () => {
     const { schema, store } = await freshOutbox(driver);
-    await insertHistory(schema, 0, EXACT_HISTORY_COUNT_LIMIT + 10);
+    await insertHistory(schema, 0, LIMIT + 10);
     // Never analyzed, counters reset: reltuples is -1 and the live-row statistic 0.
     await database.pool.query(
-      `SELECT pg_stat_reset_single_table_counters('${schema}.delivered_messages'::regclass)`,
+      `SELECT pg_stat_reset_single_table_counters('${schema}.delivered_groups'::regclass)`,
     );
     await waitFor('stats to report the floor', async () => {
-      return (await store.stats(new Date())).delivered === EXACT_HISTORY_COUNT_LIMIT + 1;
+      return (await store.stats(new Date())).delivered === (LIMIT + 1) * GROUP_SIZE;
     });
   });
 });

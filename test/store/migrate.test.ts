@@ -122,6 +122,42 @@ describe('migrations', () => {
     await expect(insert('state', `'sent'`)).rejects.toMatchObject({ code: '23514' });
   });
 
+  it('moves history kept a row per message into groups, readable as before', async () => {
+    const schema = 'outbox_history_upgrade';
+    const db = pgExecutor(database.pool);
+    await migrate(db, { schema, migrations: migrations.filter((m) => m.version <= 4) });
+    // 2,500 messages as version 4's settles left them: a row each, 250 settles of ten, and
+    // one settle of 1,500 (a backlog cleared at once), which becomes groups of 1,000 and 500.
+    await database.pool.query(
+      `INSERT INTO ${schema}.delivered_messages
+         (id, key, kind, payload, attempts, max_attempts, due_at, created_at, delivered_at)
+       SELECT g, gen_random_uuid(), 'email', jsonb_build_object('g', g), 1, 10, now(), now(),
+         CASE WHEN g <= 1000 THEN now() - interval '1 hour' + ((g - 1) / 10) * interval '1 second'
+           ELSE now() - interval '1 minute' END
+       FROM generate_series(1, 2500) AS g`,
+    );
+    const before = await database.pool.query(
+      `SELECT id, key, payload, delivered_at FROM ${schema}.delivered_messages ORDER BY id`,
+    );
+    expect((await migrate(db, { schema })).applied).toEqual(
+      ALL_VERSIONS.filter((version) => version > 4),
+    );
+    const after = await database.pool.query(
+      `SELECT id, key, payload, delivered_at FROM ${schema}.delivered_messages ORDER BY id`,
+    );
+    expect(after.rows).toEqual(before.rows);
+    const groups = await database.pool.query<{ size: number }>(
+      `SELECT size FROM ${schema}.delivered_groups ORDER BY size DESC`,
+    );
+    expect(groups.rows.map((group) => group.size)).toEqual([1000, 500, ...Array(100).fill(10)]);
+
+    const store = createOutbox({ schema }).store(db);
+    expect((await store.stats(new Date())).delivered).toBe(2500);
+    const sample = before.rows[1234] as { id: string; key: string };
+    expect(await store.get(String(sample.id))).toMatchObject({ key: sample.key });
+    expect(await store.getByKey(sample.key)).toMatchObject({ id: String(sample.id) });
+  });
+
   it.each(MIGRATION_SETS)(
     'the bundled module for $folder matches its SQL files (run npm run build:migrations)',
     async (set) => {

@@ -7,11 +7,11 @@ import { DRIVER_NAMES, useDriver } from '../support/drivers.js';
 
 const database = useTestDatabase();
 
-/** Heap and index bytes of the two message tables. */
+/** Heap, TOAST and index bytes of messages and of history. */
 async function tableBytes(schema: string): Promise<number> {
   const { rows } = await database.pool.query<{ bytes: string }>(
     `SELECT pg_total_relation_size('${schema}.messages')
-       + pg_total_relation_size('${schema}.delivered_messages') AS bytes`,
+       + pg_total_relation_size('${schema}.delivered_groups') AS bytes`,
   );
   return Number(rows[0]!.bytes);
 }

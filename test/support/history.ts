@@ -1,0 +1,53 @@
+/**
+ * Delivered history written directly, in the groups settle makes (one row per group, its messages
+ * in an array), for tests that need more history, or other groups, than a drain leaves.
+ */
+import type pg from 'pg';
+import { historyGroupsFrom } from '../../src/store/statements.js';
+
+/** The columns `source` must give, one row per delivered message. */
+export const HISTORY_MESSAGE_COLUMNS = `id, key, kind, payload, ordering_key, attempts, max_attempts,
+  due_at, last_error, created_at, delivered_at`;
+
+/**
+ * Appends the messages `source` (a parenthesised SELECT with an alias, giving
+ * {@link HISTORY_MESSAGE_COLUMNS}) selects to history, one group per value of `groupBy`.
+ */
+export async function insertHistory(
+  db: pg.Pool | pg.PoolClient,
+  schema: string,
+  source: string,
+  groupBy: string,
+  params: unknown[] = [],
+): Promise<void> {
+  await db.query(
+    `INSERT INTO ${schema}.delivered_groups (delivered_at, size, ids, keys, messages)
+     ${historyGroupsFrom(schema, source, groupBy)}`,
+    params,
+  );
+}
+
+/**
+ * Writes all of history again in other groups: one per value of `groupBy` over its messages
+ * (their columns, unprefixed), each message delivered at `deliveredAt` (an expression over the
+ * message, alias h, and its old group, alias old). For a history as a trickle of traffic leaves
+ * it (a group per message), or aged history.
+ */
+export async function regroupHistory(
+  pool: pg.Pool,
+  schema: string,
+  options: { groupBy: string; deliveredAt?: string },
+): Promise<void> {
+  await pool.query(
+    `WITH old AS (DELETE FROM ${schema}.delivered_groups RETURNING delivered_at, messages)
+     INSERT INTO ${schema}.delivered_groups (delivered_at, size, ids, keys, messages)
+     ${historyGroupsFrom(
+       schema,
+       `(SELECT h.id, h.key, h.kind, h.payload, h.ordering_key, h.attempts, h.max_attempts,
+           h.due_at, h.last_error, h.created_at,
+           ${options.deliveredAt ?? 'old.delivered_at'} AS delivered_at
+         FROM old CROSS JOIN LATERAL unnest(old.messages) h) regrouped`,
+       options.groupBy,
+     )}`,
+  );
+}
