@@ -29,8 +29,9 @@ CREATE TYPE {{schema}}.delivered_message AS (
 -- Keys are time-ordered by default (timeOrderedId), so a group's keys span a narrow range.
 CREATE TYPE {{schema}}.message_key_range AS RANGE (subtype = uuid);
 
--- 2. The groups. ids and keys bound the group's messages (smallest to largest); a read by id or
--- key looks only in groups whose range holds it, then in their messages.
+-- 2. The groups. ids holds the group's ids exactly (runs of consecutive ids merged); keys bounds
+-- its keys, smallest to largest. A read by id or key looks only in the groups whose ids or keys
+-- hold it, then in their messages.
 CREATE TABLE {{schema}}.delivered_groups (
   id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   delivered_at timestamptz NOT NULL,
@@ -41,7 +42,7 @@ CREATE TABLE {{schema}}.delivered_groups (
   -- An operator's discard can empty a group; purge deletes it with the rest.
   CONSTRAINT delivered_groups_size CHECK (size = cardinality(messages))
 );
--- The delivered list (newest first), purge (oldest first) and the stats estimate.
+-- The delivered list (newest first) and purge (oldest first).
 CREATE INDEX delivered_groups_delivered_at ON {{schema}}.delivered_groups (delivered_at, id);
 -- get and discard by id; getByKey.
 CREATE INDEX delivered_groups_ids ON {{schema}}.delivered_groups USING gist (ids);

@@ -11,6 +11,7 @@ import {
 } from './mutation.js';
 
 const STATEMENTS = 'src/store/statements.ts';
+const OPERATOR_STATEMENTS = 'src/store/operator-statements.ts';
 const SKIP_LOCKED_TEST: NamedTest = {
   file: 'test/store/skip-locked.test.ts',
   name: 'a drain delivers the other due rows at once while another transaction holds one',
@@ -83,13 +84,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: STATEMENTS,
-        find: 'USING o\n        WHERE m.id = o.id\n          AND m.claim_token = o.claim_token\n',
-        replace: 'USING o\n        WHERE m.id = o.id\n',
-      },
-      {
-        file: STATEMENTS,
-        find: 'FROM rest o\n        WHERE m.id = o.id\n          AND m.claim_token = o.claim_token\n',
-        replace: 'FROM rest o\n        WHERE m.id = o.id\n',
+        find: 'WHERE m.id = o.id\n            AND m.claim_token = o.claim_token\n          LIMIT 1) m',
+        replace: 'WHERE m.id = o.id\n          LIMIT 1) m',
       },
     ],
     tests: [
@@ -264,6 +260,45 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
       {
         file: 'test/store/claim-cursor.test.ts',
         name: 'a row that comes due behind the cursor as the backlog runs out still goes out in this drain',
+      },
+    ],
+  },
+  {
+    name: 'a discard in history takes out the whole group',
+    row: 21,
+    edits: [
+      {
+        file: OPERATOR_STATEMENTS,
+        find: 'size = g.size - 1,',
+        replace: 'size = 0,',
+      },
+      {
+        file: OPERATOR_STATEMENTS,
+        find: 'WHERE kept.id <> $1)',
+        replace: 'WHERE false)',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/history-reads.test.ts',
+        name: 'discards one message of a group and leaves the rest of the group readable',
+      },
+    ],
+  },
+  {
+    name: 'a read by id in history looks only at groups, not at their messages',
+    row: 21,
+    edits: [
+      {
+        file: OPERATOR_STATEMENTS,
+        find: 'WHERE g.ids @> $1::bigint AND h.id = $1`,',
+        replace: 'WHERE g.ids @> $1::bigint`,',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/history-reads.test.ts',
+        name: 'finds every message by id and key, out-of-order ids included (time-ordered keys)',
       },
     ],
   },

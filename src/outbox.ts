@@ -42,13 +42,13 @@ export interface OutboxOptions {
    */
   newId?: IdGenerator;
   /**
-   * Keep each delivered message in `delivered_messages` until purge: the dashboard's and
+   * Keep each delivered message in delivered history until purge: the dashboard's and
    * `list --state delivered`'s history, find by key, and `stats().delivered`. Default true.
-   * false: a delivered message is only deleted at settle (the per-minute counters still count
-   * it), which saves the history row and its index entries on every delivery: more than half
-   * the write-ahead log of a delivery (300 against 689 B in the bench's no-op drain) and a tenth
-   * to a quarter of its server CPU (docs/benchmarks.md, scenario 1). Messages with a dedupe key
-   * stay as delivered rows until purge either way, so their key stays taken.
+   * History keeps one row per settle group (`delivered_groups`), so it costs a delivery about
+   * 30 B of write-ahead log and a few µs of server CPU (docs/benchmarks.md, "History by settle
+   * group"). false: a delivered message is only deleted at settle (the per-minute counters
+   * still count it). Messages with a dedupe key stay as delivered rows until purge either way,
+   * so their key stays taken.
    */
   keepDelivered?: boolean;
 }

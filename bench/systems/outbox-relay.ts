@@ -11,8 +11,9 @@ import type { SqlExecutor } from '../../src/core/ports.js';
 import { purgeOnce } from '../../src/core/purge.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox, type Outbox, type OutboxOptions } from '../../src/outbox.js';
+import { historyGroupsFrom } from '../../src/store/history-groups.js';
 import { quoteSchema } from '../../src/store/schema-name.js';
-import { historyGroupsFrom, outboxStatements } from '../../src/store/statements.js';
+import { outboxStatements } from '../../src/store/statements.js';
 import { ownVersion } from '../lib/machine.js';
 import { benchPool } from '../lib/postgres.js';
 import {

@@ -106,8 +106,8 @@ export function operatorStatements(quotedSchema: string): OperatorStatements {
      * whose lease has passed is due again and counts as due. Lag is the age of the oldest message
      * that is due now and not held by a live lease: how far behind the drains are. Delivered
      * counts history too: exactly while history holds at most
-     * {@link EXACT_HISTORY_GROUPS_LIMIT} groups, and beyond that as an estimate (see {@link historyCount}), so a stats call never
-     * counts millions of rows.
+     * {@link EXACT_HISTORY_GROUPS_LIMIT} groups, and beyond that as an estimate (see
+     * {@link historyCount}), so a stats call never reads millions of rows.
      */
     readStats: `
       SELECT
@@ -173,7 +173,7 @@ export function operatorStatements(quotedSchema: string): OperatorStatements {
 
     /**
      * $1 id. In messages or, once delivered, in history (never both: settle moves it): in the
-     * groups whose id range holds it, on delivered_groups_ids.
+     * groups whose id multirange holds it (exact), on delivered_groups_ids.
      */
     readMessage: `
       SELECT ${MESSAGE_COLUMNS} FROM ${messages} m WHERE m.id = $1

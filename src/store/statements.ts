@@ -1,3 +1,4 @@
+import { historyGroupsFrom } from './history-groups.js';
 import { CLAIMED_COLUMNS } from './message-columns.js';
 import { type OperatorStatements, operatorStatements } from './operator-statements.js';
 
@@ -51,24 +52,6 @@ function countOutcomes(quotedSchema: string, outcomes: string, now: string): str
           delivered = c.delivered + excluded.delivered,
           failed = c.failed + excluded.failed,
           dead = c.dead + excluded.dead`;
-}
-
-/**
- * A SELECT that makes history groups from `source`, rows in the columns of `delivered_message`
- * plus `delivered_at`, one group per value of `groupBy`: the group's size, its bounding id and
- * key ranges, and its messages as one array (migrations/0005_history_by_settle_group.sql). The
- * key range compares keys as text in the "C" collation, which orders them as uuid does
- * (PostgreSQL has no min or max for uuid). Settle uses it, and so do tests and the bench that
- * write history directly.
- */
-export function historyGroupsFrom(quotedSchema: string, source: string, groupBy?: string): string {
-  return `SELECT max(delivered_at), count(*), range_agg(int8range(id, id, '[]')),
-          ${quotedSchema}.message_key_range(min(key::text COLLATE "C")::uuid,
-            max(key::text COLLATE "C")::uuid, '[]'),
-          array_agg(ROW(id, key, kind, payload, ordering_key, attempts, max_attempts, due_at,
-            last_error, created_at)::${quotedSchema}.delivered_message)
-        FROM ${source}
-        ${groupBy === undefined ? 'HAVING count(*) > 0' : `GROUP BY ${groupBy}`}`;
 }
 
 /**
@@ -258,38 +241,48 @@ export function outboxStatements(
      * 'release' hands back a row that was claimed but never sent: due now, attempt uncounted.
      *
      * A delivered message leaves the hot table here: deleted from messages (a small WAL record,
-     * no new row version, no index entries) and appended to delivered_messages (unless the
-     * outbox keeps no delivered history). One with a dedupe key stays in messages as
-     * 'delivered' instead, so its key stays taken until purge.
+     * no new row version, no index entries) and appended to delivered history, one row for the
+     * group (unless the outbox keeps no delivered history). One with a dedupe key stays in
+     * messages as 'delivered' instead, so its key stays taken until purge.
      * The two writes touch disjoint rows of messages and read the same snapshot.
      *
      * The token alone proves the row is still claimed: a CHECK keeps claim_token null outside
-     * 'claimed'. Writing `m.state = 'claimed'` too made the planner, whose statistics often
-     * date from a quiet moment with no claimed rows, expect one matching row, scan messages
-     * and loop over the outcomes for each claimed row: a group of 1,200 outcomes took 340 ms
-     * instead of 6 (docs/benchmarks.md). Without it, each outcome probes the primary key.
+     * 'claimed'. Statistics often date from a quiet moment (a drain's end: pages of dead rows)
+     * and make the planner expect one row in messages. A join it could turn around then read
+     * all of messages and rescanned the outcomes for each row: a group of 1,200 outcomes took
+     * 340 ms instead of 6, and one of a few thousand 11 minutes (docs/benchmarks.md). So each
+     * outcome finds its row by a probe of the primary key from the outcome's side, and the
+     * writes take rows by ctid (test/store/settle-plan.test.ts).
      */
     settleClaimedMessages: `
       WITH o AS (
         SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::timestamptz[], $5::text[])
           AS o(id, claim_token, outcome, due_at, error)
       ),
+      -- Each outcome's row, if this drain still owns it, found from the outcome's side: the
+      -- LATERAL subquery keeps the outcomes outer (its LIMIT keeps the planner from folding it
+      -- into a join it may turn around), so messages is probed by primary key once per
+      -- outcome whatever its statistics say. Outcomes without a row here are stale.
+      owned AS (
+        SELECT o.*, m.ctid AS row_id, o.outcome = 'delivered' AND m.dedupe_key IS NULL AS moves
+        FROM o CROSS JOIN LATERAL (
+          SELECT ctid, dedupe_key FROM ${messages} m
+          WHERE m.id = o.id
+            AND m.claim_token = o.claim_token
+          LIMIT 1) m
+      ),
+      -- The delete and the update take their rows by the ctids found above, never by a join
+      -- with the outcomes. A row another drain re-claimed since has a new version at another
+      -- ctid, which the re-check under READ COMMITTED refuses: the outcome is stale.
       moved AS (
         DELETE FROM ${messages} m
-        USING o
-        WHERE m.id = o.id
-          AND m.claim_token = o.claim_token
-          AND o.outcome = 'delivered' AND m.dedupe_key IS NULL
+        WHERE m.ctid = ANY (ARRAY(SELECT row_id FROM owned WHERE moves))
         RETURNING m.id, m.key, m.kind, m.payload, m.ordering_key, m.attempts, m.max_attempts,
           m.due_at, m.last_error, m.created_at
       ),
       ${keepDelivered ? archiveMoved(quotedSchema) : ''}
-      -- Outcomes the delete did not take: anything but a delivery, a delivered message with a
-      -- dedupe key, and stale ones. In a group of plain deliveries this is empty, so the update
-      -- below probes nothing.
-      rest AS (
-        SELECT * FROM o WHERE o.outcome <> 'delivered' OR o.id NOT IN (SELECT id FROM moved)
-      ),
+      -- Anything but a delivery, and a delivered message with a dedupe key. In a group of plain
+      -- deliveries there is none, and the update reads nothing.
       updated AS (
         UPDATE ${messages} m SET
           state = CASE o.outcome
@@ -304,10 +297,10 @@ export function outboxStatements(
           delivered_at = CASE WHEN o.outcome = 'delivered' THEN $6::timestamptz END,
           dead_at = CASE WHEN o.outcome = 'dead' THEN $6::timestamptz END,
           last_error = CASE WHEN o.outcome IN ('retry', 'dead') THEN o.error ELSE m.last_error END
-        FROM rest o
-        WHERE m.id = o.id
-          AND m.claim_token = o.claim_token
-          AND NOT (o.outcome = 'delivered' AND m.dedupe_key IS NULL)
+        FROM owned o
+        WHERE m.ctid = ANY (ARRAY(SELECT row_id FROM owned WHERE NOT moves))
+          AND m.ctid = o.row_id
+          AND NOT o.moves
         RETURNING m.id, m.kind, o.outcome
       ),
       settled AS (

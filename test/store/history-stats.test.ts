@@ -1,12 +1,13 @@
+import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import {
   EXACT_HISTORY_GROUPS_LIMIT,
   operatorStatements,
 } from '../../src/store/operator-statements.js';
-import { historyGroupsFrom } from '../../src/store/statements.js';
 import { useTestDatabase } from '../support/database.js';
 import { freshOutbox } from '../support/drain-fixtures.js';
 import { useDriver } from '../support/drivers.js';
+import { insertHistory } from '../support/history.js';
 import { waitFor } from '../support/wait-for.js';
 
 const database = useTestDatabase();
@@ -17,10 +18,10 @@ const driver = useDriver('node-pg', database);
  * (PostgreSQL 15+ otherwise batches them for up to ten seconds or more; 14 has no such function
  * and sends them at the end of the transaction).
  */
-async function writeAndFlushStats(text: string, params: unknown[] = []): Promise<void> {
+async function writeAndFlushStats(write: (client: pg.PoolClient) => Promise<unknown>) {
   const client = await database.pool.connect();
   try {
-    await client.query(text, params);
+    await write(client);
     await client.query('SELECT pg_stat_force_next_flush()').catch(() => {});
   } finally {
     client.release();
@@ -34,17 +35,15 @@ const GROUP_SIZE = 3;
  * Delivered history as settle leaves it, written directly: `groups` groups of
  * {@link GROUP_SIZE} messages, numbered after group `from`.
  */
-async function insertHistory(schema: string, from: number, groups: number): Promise<void> {
+async function insertHistoryGroups(schema: string, from: number, groups: number): Promise<void> {
   const source = `(SELECT g * ${GROUP_SIZE} + m AS id, gen_random_uuid() AS key,
       'test.kind' AS kind, '{}'::jsonb AS payload, NULL::text AS ordering_key, 1 AS attempts,
       10 AS max_attempts, now() AS due_at, NULL::text AS last_error, now() AS created_at,
       now() AS delivered_at
     FROM generate_series($1::bigint, $2::bigint) AS g, generate_series(0, ${GROUP_SIZE - 1}) AS m)
     history`;
-  await writeAndFlushStats(
-    `INSERT INTO ${schema}.delivered_groups (delivered_at, size, ids, keys, messages)
-     ${historyGroupsFrom(schema, source, `id / ${GROUP_SIZE}`)}`,
-    [from + 1, from + groups],
+  await writeAndFlushStats((client) =>
+    insertHistory(client, schema, source, `id / ${GROUP_SIZE}`, [from + 1, from + groups]),
   );
 }
 
@@ -53,18 +52,20 @@ const LIMIT = EXACT_HISTORY_GROUPS_LIMIT;
 describe('stats over a large delivered history', () => {
   it('sums history exactly while it holds at most the limit of groups', async () => {
     const { schema, store } = await freshOutbox(driver);
-    await insertHistory(schema, 0, LIMIT);
+    await insertHistoryGroups(schema, 0, LIMIT);
     expect((await store.stats(new Date())).delivered).toBe(LIMIT * GROUP_SIZE);
   });
 
   it('beyond the limit reports the live-row statistic times the mean group size, following inserts and deletes', async () => {
     const { schema, store } = await freshOutbox(driver);
-    await insertHistory(schema, 0, LIMIT + 2_500);
+    await insertHistoryGroups(schema, 0, LIMIT + 2_500);
     await waitFor('stats to show the inserted history', async () => {
       return (await store.stats(new Date())).delivered === (LIMIT + 2_500) * GROUP_SIZE;
     });
-    await writeAndFlushStats(
-      `DELETE FROM ${schema}.delivered_groups WHERE lower(ids) <= ${1000 * GROUP_SIZE}`,
+    await writeAndFlushStats((client) =>
+      client.query(
+        `DELETE FROM ${schema}.delivered_groups WHERE lower(ids) <= ${1000 * GROUP_SIZE}`,
+      ),
     );
     await waitFor('stats to show the deletes', async () => {
       return (await store.stats(new Date())).delivered === (LIMIT + 1_500) * GROUP_SIZE;
@@ -73,7 +74,7 @@ describe('stats over a large delivered history', () => {
 
   it('reads at most one group past the limit from history, however many it holds', async () => {
     const { schema } = await freshOutbox(driver);
-    await insertHistory(schema, 0, 3 * LIMIT);
+    await insertHistoryGroups(schema, 0, 3 * LIMIT);
     const statement = operatorStatements(`"${schema}"`).readStats;
     const { rows } = await database.pool.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement}`, [
       new Date(),
@@ -91,7 +92,7 @@ describe('stats over a large delivered history', () => {
 
   it('after a statistics reset falls back to the table size from the last ANALYZE', async () => {
     const { schema, store } = await freshOutbox(driver);
-    await insertHistory(schema, 0, LIMIT + 700);
+    await insertHistoryGroups(schema, 0, LIMIT + 700);
     await database.pool.query(`ANALYZE ${schema}.delivered_groups`);
     await database.pool.query(
       `SELECT pg_stat_reset_single_table_counters('${schema}.delivered_groups'::regclass)`,
@@ -104,7 +105,7 @@ describe('stats over a large delivered history', () => {
 
   it('never reports fewer than it summed once past the limit, whatever the statistics say', async () => {
     const { schema, store } = await freshOutbox(driver);
-    await insertHistory(schema, 0, LIMIT + 10);
+    await insertHistoryGroups(schema, 0, LIMIT + 10);
     // Never analyzed, counters reset: reltuples is -1 and the live-row statistic 0.
     await database.pool.query(
       `SELECT pg_stat_reset_single_table_counters('${schema}.delivered_groups'::regclass)`,

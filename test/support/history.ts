@@ -3,7 +3,7 @@
  * in an array), for tests that need more history, or other groups, than a drain leaves.
  */
 import type pg from 'pg';
-import { historyGroupsFrom } from '../../src/store/statements.js';
+import { historyGroupsFrom } from '../../src/store/history-groups.js';
 
 /** The columns `source` must give, one row per delivered message. */
 export const HISTORY_MESSAGE_COLUMNS = `id, key, kind, payload, ordering_key, attempts, max_attempts,
