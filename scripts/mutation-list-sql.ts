@@ -87,6 +87,11 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
         find: 'WHERE m.id = o.id\n            AND m.claim_token = o.claim_token\n          LIMIT 1) m',
         replace: 'WHERE m.id = o.id\n          LIMIT 1) m',
       },
+      {
+        file: STATEMENTS,
+        find: '\n          AND m.claim_token = ANY (ARRAY(SELECT DISTINCT claim_token FROM owned WHERE moves))',
+        replace: '',
+      },
     ],
     tests: [
       drainTest(

@@ -20,3 +20,32 @@ export function historyGroupsFrom(quotedSchema: string, source: string, groupBy?
         FROM ${source}
         ${groupBy === undefined ? 'HAVING count(*) > 0' : `GROUP BY ${groupBy}`}`;
 }
+
+/** Messages in one history group at most: a settle's deliveries past it go to further groups. */
+export const HISTORY_GROUP_MESSAGES = 1_000;
+
+/**
+ * Payload bytes in one history group, about, at most: a group is one value, read whole by a get
+ * and written whole by a discard, and a value cannot pass 1 GB. A group takes messages until
+ * the payloads before it pass this (so one large payload still fits).
+ */
+export const HISTORY_GROUP_PAYLOAD_BYTES = 8 * 1024 * 1024;
+
+/**
+ * The settle's step (a CTE over `moved`, the rows it deleted, and `$6`, its time) that appends
+ * those messages to delivered history, stamped with the settle's time: one row for the group's
+ * deliveries (more past {@link HISTORY_GROUP_MESSAGES} messages or
+ * {@link HISTORY_GROUP_PAYLOAD_BYTES} of payload), none when it delivered nothing.
+ */
+export function archiveMoved(quotedSchema: string): string {
+  const parts = `(SELECT *, $6::timestamptz AS delivered_at,
+            greatest((row_number() OVER running - 1) / ${HISTORY_GROUP_MESSAGES},
+              (sum(pg_column_size(payload)) OVER running - pg_column_size(payload))
+                / ${HISTORY_GROUP_PAYLOAD_BYTES}) AS part
+          FROM moved
+          WINDOW running AS (ROWS UNBOUNDED PRECEDING)) moved`;
+  return `archived AS (
+        INSERT INTO ${quotedSchema}.delivered_groups (delivered_at, size, ids, keys, messages)
+        ${historyGroupsFrom(quotedSchema, parts, 'part')}
+      ),`;
+}

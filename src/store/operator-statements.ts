@@ -77,7 +77,9 @@ export const EXACT_HISTORY_GROUPS_LIMIT = 10_000;
 /**
  * Messages in delivered history: exact while it holds at most {@link EXACT_HISTORY_GROUPS_LIMIT}
  * groups (a sum that stops one group past it), otherwise PostgreSQL's live-row statistic for the
- * groups times the mean size of the groups summed. That statistic is rows inserted minus rows
+ * groups times the mean size of the groups summed: the first in the table's physical order, so
+ * when group sizes change over time (a backlog's full groups, then a trickle's groups of one)
+ * the estimate follows the older ones. That statistic is rows inserted minus rows
  * deleted, as the server's statistics saw them. It lags commits: a session hands its counts
  * over when it goes idle, at most once a second (PostgreSQL 15+ may hold them for 10 to 60 s
  * while the session stays busy). After a crash or a statistics reset it is zero until

@@ -265,18 +265,24 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
       },
       { olderThanMs: request.deadOlderThanMs, text: this.sql.purgeDead, field: 'deadDeleted' },
     ];
+    // Rows counted against the limit: messages, and groups of history a discard emptied.
+    let taken = 0;
     deleting: for (const pass of passes) {
       if (pass.olderThanMs === undefined) continue;
       const cutoff = new Date(request.now.getTime() - pass.olderThanMs);
       for (;;) {
-        const room = limit - report.deliveredDeleted - report.deadDeleted;
+        const room = limit - taken;
         if (room <= 0) break deleting;
         const take = Math.min(batchSize, room);
-        const result = await this.db.query<{ deleted: number }>(pass.text, [cutoff, take]);
-        const deleted = Number(result.rows[0]?.deleted ?? 0);
+        const result = await this.db.query<{ deleted: number; taken: number }>(pass.text, [
+          cutoff,
+          take,
+        ]);
+        const row = result.rows[0];
         report.statements += 1;
-        report[pass.field] += deleted;
-        if (deleted < take) break;
+        report[pass.field] += Number(row?.deleted ?? 0);
+        taken += Number(row?.taken ?? 0);
+        if (Number(row?.taken ?? 0) < take) break;
       }
     }
     if (report.deliveredDeleted + report.deadDeleted > 0) {

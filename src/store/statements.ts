@@ -1,4 +1,4 @@
-import { historyGroupsFrom } from './history-groups.js';
+import { archiveMoved } from './history-groups.js';
 import { CLAIMED_COLUMNS } from './message-columns.js';
 import { type OperatorStatements, operatorStatements } from './operator-statements.js';
 
@@ -52,17 +52,6 @@ function countOutcomes(quotedSchema: string, outcomes: string, now: string): str
           delivered = c.delivered + excluded.delivered,
           failed = c.failed + excluded.failed,
           dead = c.dead + excluded.dead`;
-}
-
-/**
- * The settle's step that appends the messages it deleted to delivered history: one row for the
- * whole group, stamped with the settle's time, and none when the group delivered nothing.
- */
-function archiveMoved(quotedSchema: string): string {
-  return `archived AS (
-        INSERT INTO ${quotedSchema}.delivered_groups (delivered_at, size, ids, keys, messages)
-        ${historyGroupsFrom(quotedSchema, '(SELECT *, $6::timestamptz AS delivered_at FROM moved) moved')}
-      ),`;
 }
 
 /** Claim texts kept per limit; past this many distinct limits, the kept ones are forgotten. */
@@ -189,7 +178,7 @@ function claimStatement(
 /** How the statements are built beyond the schema. */
 export interface StatementOptions {
   /**
-   * Whether a delivered message is appended to delivered_messages at settle (the default) or
+   * Whether a delivered message is appended to delivered history at settle (the default) or
    * only deleted. See `OutboxOptions.keepDelivered`.
    */
   keepDelivered?: boolean;
@@ -272,11 +261,14 @@ export function outboxStatements(
           LIMIT 1) m
       ),
       -- The delete and the update take their rows by the ctids found above, never by a join
-      -- with the outcomes. A row another drain re-claimed since has a new version at another
-      -- ctid, which the re-check under READ COMMITTED refuses: the outcome is stale.
+      -- with the outcomes. A row another drain re-claimed since has a new version, with another
+      -- token, which the re-check under READ COMMITTED refuses: the outcome is stale. (The
+      -- delete names the tokens too: before PostgreSQL's fix dee21ea, reaching minor releases
+      -- from 2025 on, a TID scan's re-check did not test the ctid.)
       moved AS (
         DELETE FROM ${messages} m
         WHERE m.ctid = ANY (ARRAY(SELECT row_id FROM owned WHERE moves))
+          AND m.claim_token = ANY (ARRAY(SELECT DISTINCT claim_token FROM owned WHERE moves))
         RETURNING m.id, m.key, m.kind, m.payload, m.ordering_key, m.attempts, m.max_attempts,
           m.due_at, m.last_error, m.created_at
       ),
@@ -316,12 +308,14 @@ export function outboxStatements(
       SELECT o.id FROM o WHERE o.id NOT IN (SELECT id FROM settled)`,
 
     /**
-     * $1 delivered before, $2 limit; returns one row, `deleted`: how many messages went. Bounded,
-     * oldest first: delivered rows a dedupe key keeps in messages, then history groups while
-     * the messages before each are fewer than the rest of the limit. A group goes whole, so a
-     * statement may delete up to one group's messages past its limit, and a group larger than
-     * the limit still goes. SKIP LOCKED on both sides: a purge never waits for a drain, or for
-     * another purge or a discard holding a group.
+     * $1 delivered before, $2 limit; returns one row: `deleted`, how many messages went, and
+     * `taken`, what that cost against the limit (a group a discard emptied counts as one, so a
+     * purge of many emptied groups still reaches its limit and runs again). Bounded, oldest
+     * first: delivered rows a dedupe key keeps in messages, then history groups while what was
+     * taken before each is less than the rest of the limit. A group goes whole, so a statement
+     * may delete up to one group's messages past its limit, and a group larger than the limit
+     * still goes. SKIP LOCKED on both sides: a purge never waits for a drain, or for another
+     * purge or a discard holding a group.
      */
     purgeDelivered: `
       WITH kept AS (
@@ -339,8 +333,9 @@ export function outboxStatements(
         DELETE FROM ${groups} h
         WHERE h.id IN (
           SELECT g.id FROM (
-            SELECT oldest.id, sum(oldest.size) OVER (ORDER BY oldest.delivered_at, oldest.id)
-              - oldest.size AS before
+            SELECT oldest.id,
+              sum(greatest(oldest.size, 1)) OVER (ORDER BY oldest.delivered_at, oldest.id)
+                - greatest(oldest.size, 1) AS before
             FROM (
               SELECT id, size, delivered_at FROM ${groups}
               WHERE delivered_at < $1
@@ -351,7 +346,9 @@ export function outboxStatements(
         RETURNING h.size
       )
       SELECT ((SELECT count(*) FROM kept) + coalesce((SELECT sum(size) FROM moved), 0))::int
-        AS deleted`,
+          AS deleted,
+        ((SELECT count(*) FROM kept) + coalesce((SELECT sum(greatest(size, 1)) FROM moved), 0))::int
+          AS taken`,
 
     /** $1 dead before, $2 limit. As purgeDelivered, for dead letter. */
     purgeDead: `
@@ -365,7 +362,7 @@ export function outboxStatements(
           FOR UPDATE SKIP LOCKED)
         RETURNING 1
       )
-      SELECT count(*)::int AS deleted FROM gone`,
+      SELECT count(*)::int AS deleted, count(*)::int AS taken FROM gone`,
 
     /** $1 older than. Counters are small, but one row a minute per kind adds up over a year. */
     purgeDeliveryCounts: `DELETE FROM ${quotedSchema}.delivery_counts WHERE minute < $1`,

@@ -227,6 +227,30 @@ describe.each(DRIVER_NAMES)('store operations through %s', (driverName) => {
     expect(stats).toMatchObject({ pending: 1, delivered: 10, dead: 0 });
   });
 
+  it('purges groups that discards emptied without stopping short of older history', async () => {
+    const { outbox, store, schema } = await freshOutbox(driver);
+    await outbox.enqueue(
+      driver.db,
+      Array.from({ length: 6 }, (_, index) => ({ kind: 'test.kind', payload: { index } })),
+    );
+    await drainOnce({ store, senders: { 'test.kind': async () => {} } });
+    // Six old groups of one; an operator discarded the first four messages.
+    await regroupHistory(database.pool, schema, {
+      groupBy: 'id',
+      deliveredAt: `old.delivered_at - interval '8 days' + h.id * interval '1 second'`,
+    });
+    const { rows } = await database.pool.query<{ id: string }>(
+      `SELECT id FROM ${schema}.delivered_messages ORDER BY id LIMIT 4`,
+    );
+    for (const row of rows) expect(await store.discard(String(row.id))).toBe('delivered');
+    const purged = await purgeOnce({ store, batchSize: 2, deadOlderThanMs: null });
+    expect(purged.deliveredDeleted).toBe(2);
+    const { rows: left } = await database.pool.query(
+      `SELECT count(*)::int AS n FROM ${schema}.delivered_groups`,
+    );
+    expect(left).toEqual([{ n: 0 }]);
+  });
+
   it('purges history a whole group at a time: a group larger than the limit still goes', async () => {
     const { outbox, store, schema } = await freshOutbox(driver);
     await outbox.enqueue(

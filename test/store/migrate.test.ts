@@ -130,20 +130,24 @@ describe('migrations', () => {
     // one settle of 1,500 (a backlog cleared at once), which becomes groups of 1,000 and 500.
     await database.pool.query(
       `INSERT INTO ${schema}.delivered_messages
-         (id, key, kind, payload, attempts, max_attempts, due_at, created_at, delivered_at)
-       SELECT g, gen_random_uuid(), 'email', jsonb_build_object('g', g), 1, 10, now(), now(),
+         (id, key, kind, payload, ordering_key, attempts, max_attempts, due_at, last_error,
+          created_at, delivered_at)
+       SELECT g, gen_random_uuid(), 'email', jsonb_build_object('g', g),
+         CASE WHEN g % 3 = 0 THEN 'order-' || g % 7 END, 1 + g % 4, 10,
+         now() - g * interval '1 second', CASE WHEN g % 4 > 0 THEN 'try ' || g % 4 END,
+         now() - g * interval '2 seconds',
          CASE WHEN g <= 1000 THEN now() - interval '1 hour' + ((g - 1) / 10) * interval '1 second'
            ELSE now() - interval '1 minute' END
        FROM generate_series(1, 2500) AS g`,
     );
     const before = await database.pool.query(
-      `SELECT id, key, payload, delivered_at FROM ${schema}.delivered_messages ORDER BY id`,
+      `SELECT * FROM ${schema}.delivered_messages ORDER BY id`,
     );
     expect((await migrate(db, { schema })).applied).toEqual(
       ALL_VERSIONS.filter((version) => version > 4),
     );
     const after = await database.pool.query(
-      `SELECT id, key, payload, delivered_at FROM ${schema}.delivered_messages ORDER BY id`,
+      `SELECT * FROM ${schema}.delivered_messages ORDER BY id`,
     );
     expect(after.rows).toEqual(before.rows);
     const groups = await database.pool.query<{ size: number }>(

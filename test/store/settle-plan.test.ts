@@ -6,10 +6,13 @@
  * minutes (docs/benchmarks.md, "History by settle group").
  */
 import { describe, expect, it } from 'vitest';
+import { delivered } from '../../src/core/settlement.js';
+import { HISTORY_GROUP_PAYLOAD_BYTES } from '../../src/store/history-groups.js';
 import { outboxStatements } from '../../src/store/statements.js';
 import { useTestDatabase } from '../support/database.js';
 import { claimRequest, freshOutbox } from '../support/drain-fixtures.js';
 import { useDriver } from '../support/drivers.js';
+import { waitFor } from '../support/wait-for.js';
 
 const database = useTestDatabase();
 const driver = useDriver('node-pg', database);
@@ -72,5 +75,103 @@ describe('the settle statement', () => {
       expect(node['Actual Loops'], String(node['CTE Name'])).toBe(1);
     }
     expect(await store.stats(new Date())).toMatchObject({ pending: 3_000 + 100, delivered: 900 });
+  });
+
+  it('a delivery whose row another drain re-claims during the settle is stale and changes nothing', async () => {
+    const { outbox, store, schema } = await freshOutbox(driver);
+    await outbox.enqueue(driver.db, { kind: 'test.kind', payload: { n: 1 } });
+    const request = claimRequest();
+    const [message] = (await store.claim(request)).claimed;
+    // Another drain re-claims the row (its lease passed) and has not committed yet.
+    const other = await database.pool.connect();
+    const otherToken = crypto.randomUUID();
+    try {
+      await other.query('BEGIN');
+      await other.query(`UPDATE ${schema}.messages SET claim_token = $2 WHERE id = $1`, [
+        message!.id,
+        otherToken,
+      ]);
+      const settling = store.settle(
+        [{ id: message!.id, claimToken: request.claimToken, settlement: delivered() }],
+        new Date(),
+      );
+      await waitFor('the settle to wait for the re-claim', async () => {
+        const { rows } = await database.pool.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+           WHERE wait_event_type = 'Lock' AND query LIKE '%owned AS%'`,
+        );
+        return rows[0].n === 1;
+      });
+      await other.query('COMMIT');
+      expect(await settling).toEqual({ settled: [], stale: [message!.id] });
+    } finally {
+      other.release();
+    }
+    const { rows } = await database.pool.query(
+      `SELECT state, claim_token FROM ${schema}.all_messages WHERE id = $1`,
+      [message!.id],
+    );
+    expect(rows).toEqual([{ state: 'claimed', claim_token: otherToken }]);
+  });
+
+  it("writes a settle's deliveries as groups of at most 1,000 messages and about 8 MB of payload", async () => {
+    const { outbox, store, schema } = await freshOutbox(driver);
+    /** Claims everything due and settles it as delivered in one settle. */
+    const deliverAllAtOnce = async () => {
+      const requests = [];
+      for (;;) {
+        const request = claimRequest({ limit: 1_000 });
+        const { claimed } = await store.claim(request);
+        if (claimed.length === 0) break;
+        requests.push(
+          ...claimed.map((each) => ({
+            id: each.id,
+            claimToken: request.claimToken,
+            settlement: delivered(),
+          })),
+        );
+      }
+      expect((await store.settle(requests, new Date())).stale).toEqual([]);
+      return requests.length;
+    };
+    const groups = async () => {
+      const { rows } = await database.pool.query<{ size: number; bytes: string; largest: string }>(
+        `SELECT g.size, sum(pg_column_size(h.payload)) AS bytes,
+           max(pg_column_size(h.payload)) AS largest
+         FROM ${schema}.delivered_groups g CROSS JOIN LATERAL unnest(g.messages) h
+         GROUP BY g.id, g.size ORDER BY g.id`,
+      );
+      await database.pool.query(`DELETE FROM ${schema}.delivered_groups`);
+      return rows;
+    };
+
+    for (let call = 0; call < 3; call++) {
+      await outbox.enqueue(
+        driver.db,
+        Array.from({ length: 1_000 }, (_, n) => ({ kind: 'test.kind', payload: { n } })),
+      );
+    }
+    expect(await deliverAllAtOnce()).toBe(3_000);
+    expect((await groups()).map((group) => group.size)).toEqual([1_000, 1_000, 1_000]);
+
+    // About 200 kB of JSON each that compresses poorly: groups split by payload bytes.
+    for (let call = 0; call < 4; call++) {
+      await outbox.enqueue(
+        driver.db,
+        Array.from({ length: 20 }, (_, n) => ({
+          kind: 'test.kind',
+          payload: { n, noise: Array.from({ length: 6_000 }, () => crypto.randomUUID()).join('') },
+        })),
+      );
+    }
+    expect(await deliverAllAtOnce()).toBe(80);
+    const split = await groups();
+    expect(split.length).toBeGreaterThanOrEqual(2);
+    expect(split.reduce((sum, group) => sum + group.size, 0)).toBe(80);
+    for (const group of split) {
+      expect(Number(group.bytes)).toBeLessThanOrEqual(
+        HISTORY_GROUP_PAYLOAD_BYTES + Number(group.largest),
+      );
+    }
   });
 });
