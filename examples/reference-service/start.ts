@@ -77,11 +77,17 @@ async function main(): Promise<void> {
     console.log('stopped');
     process.exit(code);
   };
+  // One Ctrl-C under `npm start` arrives twice (the terminal signals the whole process group and
+  // npm forwards it to its child again): a SIGINT this soon after the first is the same press.
+  const samePressMs = 500;
+  let firstSigintAt = 0;
   process.on('SIGINT', () => {
     if (stopping) {
+      if (Date.now() - firstSigintAt < samePressMs) return;
       console.error('\nforced exit');
       process.exit(130);
     }
+    firstSigintAt = Date.now();
     console.log('\nstopping: letting the running drain settle (Ctrl-C again to force)...');
     void stop(0);
   });

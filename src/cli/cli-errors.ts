@@ -214,3 +214,10 @@ export function describeFailure(error: unknown): CliFailure {
 function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, ' ').trim();
 }
+
+/**
+ * A stop signal this soon after the first is the same key press, not a second one: one Ctrl-C
+ * under `npm run` or `npx` reaches the command twice (the terminal signals the whole process
+ * group, and npm forwards it to its child again). Only a later signal forces the exit.
+ */
+export const SAME_PRESS_MS = 500;

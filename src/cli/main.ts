@@ -1,12 +1,13 @@
 /**
  * The process edge of the `outbox` command (bin/outbox.mjs imports this): real argv, stdio and
  * environment, and the signals. For `drain`, the first SIGINT or SIGTERM asks the drain to stop
- * gracefully (sends in flight finish and every outcome is recorded); a second one exits at once.
+ * gracefully (sends in flight finish and every outcome is recorded); a second one exits at once,
+ * unless it comes within SAME_PRESS_MS of the first (one Ctrl-C under npm arrives twice).
  * Other commands are short, so a signal ends them the default way.
  */
 import { constants } from 'node:os';
 import { DEFAULT_LEASE_MS } from '../core/drain-settings.js';
-import { FORCED_EXIT_CODE_BASE } from './cli-errors.js';
+import { FORCED_EXIT_CODE_BASE, SAME_PRESS_MS } from './cli-errors.js';
 import { parseCommandLine } from './command-line.js';
 import { runCli } from './run-cli.js';
 import { formatDuration } from './text-format.js';
@@ -24,15 +25,18 @@ function commandOf(args: readonly string[]): string | undefined {
 }
 
 if (commandOf(argv) === 'drain') {
+  let firstSignalAt = 0;
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.on(signal, () => {
       if (!stop.signal.aborted) {
         process.stderr.write(
           `outbox: ${signal}: stopping once the drain in flight records its outcomes (again to force)\n`,
         );
+        firstSignalAt = Date.now();
         stop.abort();
         return;
       }
+      if (Date.now() - firstSignalAt < SAME_PRESS_MS) return;
       process.stderr.write(
         `outbox: ${signal} again: exiting now; messages in flight stay claimed until their lease ends (at most ${formatDuration(DEFAULT_LEASE_MS)})\n`,
       );

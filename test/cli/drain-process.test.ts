@@ -6,6 +6,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SAME_PRESS_MS } from '../../src/cli/cli-errors.js';
 import { useTestDatabase } from '../support/database.js';
 import { waitFor } from '../support/wait-for.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -130,6 +131,25 @@ describe('outbox drain (the process)', () => {
     expect(receiver.received).toHaveLength(1);
   });
 
+  it('one Ctrl-C that arrives twice (as under npm) stops gracefully, exit 0', async () => {
+    receiver.hold();
+    const id = await enqueueWebhook();
+    const drain = startDrain([]);
+    await waitFor('the send to reach the receiver', () => receiver.received.length === 1);
+    drain.child.kill('SIGINT');
+    await waitFor('the drain to acknowledge SIGINT', () =>
+      drain.stderr().includes('SIGINT: stopping'),
+    );
+    // npm's forwarded copy, moments after the terminal's.
+    drain.child.kill('SIGINT');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    receiver.release();
+    const result = await drain.exited;
+    expect(result.code).toBe(0);
+    expect(result.stderr).not.toContain('SIGINT again');
+    expect(await messageState(database.pool, id)).toBe('delivered');
+  });
+
   it('a second SIGINT exits 130 at once, leaving the message in flight to its lease', async () => {
     receiver.hold();
     const id = await enqueueWebhook();
@@ -139,6 +159,8 @@ describe('outbox drain (the process)', () => {
     await waitFor('the drain to acknowledge SIGINT', () =>
       drain.stderr().includes('SIGINT: stopping'),
     );
+    // A second press, not the first one arriving twice.
+    await new Promise((resolve) => setTimeout(resolve, SAME_PRESS_MS + 100));
     drain.child.kill('SIGINT');
     const result = await drain.exited;
     expect(result.code).toBe(130);
