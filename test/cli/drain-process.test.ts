@@ -113,15 +113,24 @@ describe('outbox drain (the process)', () => {
     expect(await messageState(database.pool, id)).toBe('delivered');
   });
 
-  it('on SIGTERM mid-send, lets the send finish and records it before exiting 0', async () => {
+  /**
+   * A drain started with one webhook held at the receiver, sent `signal` once the send is on the
+   * wire, and acknowledging it.
+   */
+  async function signalMidSend(signal: 'SIGINT' | 'SIGTERM') {
     receiver.hold();
     const id = await enqueueWebhook();
     const drain = startDrain([]);
     await waitFor('the send to reach the receiver', () => receiver.received.length === 1);
-    drain.child.kill('SIGTERM');
-    await waitFor('the drain to acknowledge SIGTERM', () =>
-      drain.stderr().includes('SIGTERM: stopping'),
+    drain.child.kill(signal);
+    await waitFor(`the drain to acknowledge ${signal}`, () =>
+      drain.stderr().includes(`${signal}: stopping`),
     );
+    return { id, drain };
+  }
+
+  it('on SIGTERM mid-send, lets the send finish and records it before exiting 0', async () => {
+    const { id, drain } = await signalMidSend('SIGTERM');
     expect(await messageState(database.pool, id)).toBe('claimed');
     receiver.release();
     const result = await drain.exited;
@@ -132,14 +141,7 @@ describe('outbox drain (the process)', () => {
   });
 
   it('one Ctrl-C that arrives twice (as under npm) stops gracefully, exit 0', async () => {
-    receiver.hold();
-    const id = await enqueueWebhook();
-    const drain = startDrain([]);
-    await waitFor('the send to reach the receiver', () => receiver.received.length === 1);
-    drain.child.kill('SIGINT');
-    await waitFor('the drain to acknowledge SIGINT', () =>
-      drain.stderr().includes('SIGINT: stopping'),
-    );
+    const { id, drain } = await signalMidSend('SIGINT');
     // npm's forwarded copy, moments after the terminal's.
     drain.child.kill('SIGINT');
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -151,14 +153,7 @@ describe('outbox drain (the process)', () => {
   });
 
   it('a second SIGINT exits 130 at once, leaving the message in flight to its lease', async () => {
-    receiver.hold();
-    const id = await enqueueWebhook();
-    const drain = startDrain([]);
-    await waitFor('the send to reach the receiver', () => receiver.received.length === 1);
-    drain.child.kill('SIGINT');
-    await waitFor('the drain to acknowledge SIGINT', () =>
-      drain.stderr().includes('SIGINT: stopping'),
-    );
+    const { id, drain } = await signalMidSend('SIGINT');
     // A second press, not the first one arriving twice.
     await new Promise((resolve) => setTimeout(resolve, SAME_PRESS_MS + 100));
     drain.child.kill('SIGINT');
