@@ -92,6 +92,11 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
         find: '\n          AND m.claim_token = ANY (ARRAY(SELECT DISTINCT claim_token FROM owned WHERE moves))',
         replace: '',
       },
+      {
+        file: STATEMENTS,
+        find: '\n          AND m.claim_token = o.claim_token\n          AND NOT o.moves',
+        replace: '\n          AND NOT o.moves',
+      },
     ],
     tests: [
       drainTest(

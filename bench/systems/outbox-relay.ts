@@ -11,7 +11,7 @@ import type { SqlExecutor } from '../../src/core/ports.js';
 import { purgeOnce } from '../../src/core/purge.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox, type Outbox, type OutboxOptions } from '../../src/outbox.js';
-import { historyGroupsFrom } from '../../src/store/history-groups.js';
+import { insertHistoryGroups } from '../../src/store/history-groups.js';
 import { quoteSchema } from '../../src/store/schema-name.js';
 import { outboxStatements } from '../../src/store/statements.js';
 import { ownVersion } from '../lib/machine.js';
@@ -36,7 +36,6 @@ export function benchOutbox(options: Pick<OutboxOptions, 'keepDelivered'> = {}):
 
 const quotedSchema = quoteSchema(OUTBOX_SCHEMA);
 const messages = `${quotedSchema}.messages`;
-const historyGroups = `${quotedSchema}.delivered_groups`;
 
 export const outboxRelaySystem: QueueSystem = {
   id: 'outbox-relay',
@@ -134,10 +133,9 @@ export function openOutboxHandle(
       // groups (of 300 here), one attempt, older than anything pending (they were enqueued and
       // delivered before it).
       await pool.query(
-        `INSERT INTO ${historyGroups} (delivered_at, size, ids, keys, messages)
-         ${historyGroupsFrom(
-           quotedSchema,
-           `(SELECT -g AS id, gen_random_uuid() AS key, $2::text AS kind,
+        insertHistoryGroups(
+          quotedSchema,
+          `(SELECT -g AS id, gen_random_uuid() AS key, $2::text AS kind,
                jsonb_build_object('orderId', g, 'event', 'order.created',
                  'note', 'outbox-relay benchmark message') AS payload,
                NULL::text AS ordering_key, 1 AS attempts, 10 AS max_attempts,
@@ -147,8 +145,8 @@ export function openOutboxHandle(
                now() - interval '1 day' + (g / 300) * interval '300 milliseconds'
                  + interval '50 milliseconds' AS delivered_at
              FROM generate_series(1, $1::integer) AS g) history`,
-           'delivered_at',
-         )}`,
+          'delivered_at',
+        ),
         [rows, BENCH_KIND],
       );
     },

@@ -260,11 +260,11 @@ export function outboxStatements(
             AND m.claim_token = o.claim_token
           LIMIT 1) m
       ),
-      -- The delete and the update take their rows by the ctids found above, never by a join
-      -- with the outcomes. A row another drain re-claimed since has a new version, with another
-      -- token, which the re-check under READ COMMITTED refuses: the outcome is stale. (The
-      -- delete names the tokens too: before PostgreSQL's fix dee21ea, reaching minor releases
-      -- from 2025 on, a TID scan's re-check did not test the ctid.)
+      -- The delete and the update take their rows by the ctids found above (a TID scan, never a
+      -- scan of messages) and name the claim token again. A row another drain re-claimed since
+      -- has a new version with another token, which the re-check under READ COMMITTED refuses:
+      -- the outcome is stale. The ctid alone is not enough: before PostgreSQL's fix dee21ea
+      -- (minor releases from 2025 on) a TID scan's re-check did not test the ctid.
       moved AS (
         DELETE FROM ${messages} m
         WHERE m.ctid = ANY (ARRAY(SELECT row_id FROM owned WHERE moves))
@@ -292,6 +292,7 @@ export function outboxStatements(
         FROM owned o
         WHERE m.ctid = ANY (ARRAY(SELECT row_id FROM owned WHERE NOT moves))
           AND m.ctid = o.row_id
+          AND m.claim_token = o.claim_token
           AND NOT o.moves
         RETURNING m.id, m.kind, o.outcome
       ),
@@ -328,7 +329,7 @@ export function outboxStatements(
           FOR UPDATE SKIP LOCKED)
         RETURNING m.id
       ),
-      room AS (SELECT $2 - count(*) AS messages FROM kept),
+      room AS (SELECT count(*) AS kept, $2 - count(*) AS messages FROM kept),
       moved AS (
         DELETE FROM ${groups} h
         WHERE h.id IN (
@@ -345,10 +346,9 @@ export function outboxStatements(
           WHERE g.before < (SELECT messages FROM room))
         RETURNING h.size
       )
-      SELECT ((SELECT count(*) FROM kept) + coalesce((SELECT sum(size) FROM moved), 0))::int
-          AS deleted,
-        ((SELECT count(*) FROM kept) + coalesce((SELECT sum(greatest(size, 1)) FROM moved), 0))::int
-          AS taken`,
+      SELECT (room.kept + coalesce((SELECT sum(size) FROM moved), 0))::int AS deleted,
+        (room.kept + coalesce((SELECT sum(greatest(size, 1)) FROM moved), 0))::int AS taken
+      FROM room`,
 
     /** $1 dead before, $2 limit. As purgeDelivered, for dead letter. */
     purgeDead: `

@@ -227,13 +227,19 @@ describe.each(DRIVER_NAMES)('store operations through %s', (driverName) => {
     expect(stats).toMatchObject({ pending: 1, delivered: 10, dead: 0 });
   });
 
-  it('purges groups that discards emptied without stopping short of older history', async () => {
-    const { outbox, store, schema } = await freshOutbox(driver);
-    await outbox.enqueue(
+  /** A fresh outbox with `count` messages (payload `{ index }`) delivered into history. */
+  async function deliveredOutbox(count: number) {
+    const fresh = await freshOutbox(driver);
+    await fresh.outbox.enqueue(
       driver.db,
-      Array.from({ length: 6 }, (_, index) => ({ kind: 'test.kind', payload: { index } })),
+      Array.from({ length: count }, (_, index) => ({ kind: 'test.kind', payload: { index } })),
     );
-    await drainOnce({ store, senders: { 'test.kind': async () => {} } });
+    await drainOnce({ store: fresh.store, senders: { 'test.kind': async () => {} } });
+    return fresh;
+  }
+
+  it('purges groups that discards emptied without stopping short of older history', async () => {
+    const { store, schema } = await deliveredOutbox(6);
     // Six old groups of one; an operator discarded the first four messages.
     await regroupHistory(database.pool, schema, {
       groupBy: 'id',
@@ -252,12 +258,7 @@ describe.each(DRIVER_NAMES)('store operations through %s', (driverName) => {
   });
 
   it('purges history a whole group at a time: a group larger than the limit still goes', async () => {
-    const { outbox, store, schema } = await freshOutbox(driver);
-    await outbox.enqueue(
-      driver.db,
-      Array.from({ length: 12 }, (_, index) => ({ kind: 'test.kind', payload: { index } })),
-    );
-    await drainOnce({ store, senders: { 'test.kind': async () => {} } });
+    const { store, schema } = await deliveredOutbox(12);
     // Two groups of six, both eight days old.
     await regroupHistory(database.pool, schema, {
       groupBy: `(payload->>'index')::int / 6`,

@@ -3,15 +3,11 @@
  * in an array), for tests that need more history, or other groups, than a drain leaves.
  */
 import type pg from 'pg';
-import { historyGroupsFrom } from '../../src/store/history-groups.js';
-
-/** The columns `source` must give, one row per delivered message. */
-export const HISTORY_MESSAGE_COLUMNS = `id, key, kind, payload, ordering_key, attempts, max_attempts,
-  due_at, last_error, created_at, delivered_at`;
+import { insertHistoryGroups } from '../../src/store/history-groups.js';
 
 /**
- * Appends the messages `source` (a parenthesised SELECT with an alias, giving
- * {@link HISTORY_MESSAGE_COLUMNS}) selects to history, one group per value of `groupBy`.
+ * Appends the messages `source` (a parenthesised SELECT with an alias, giving the columns
+ * {@link insertHistoryGroups} names) selects to history, one group per value of `groupBy`.
  */
 export async function insertHistory(
   db: pg.Pool | pg.PoolClient,
@@ -20,11 +16,7 @@ export async function insertHistory(
   groupBy: string,
   params: unknown[] = [],
 ): Promise<void> {
-  await db.query(
-    `INSERT INTO ${schema}.delivered_groups (delivered_at, size, ids, keys, messages)
-     ${historyGroupsFrom(schema, source, groupBy)}`,
-    params,
-  );
+  await db.query(insertHistoryGroups(schema, source, groupBy), params);
 }
 
 /**
@@ -40,8 +32,7 @@ export async function regroupHistory(
 ): Promise<void> {
   await pool.query(
     `WITH old AS (DELETE FROM ${schema}.delivered_groups RETURNING delivered_at, messages)
-     INSERT INTO ${schema}.delivered_groups (delivered_at, size, ids, keys, messages)
-     ${historyGroupsFrom(
+     ${insertHistoryGroups(
        schema,
        `(SELECT h.id, h.key, h.kind, h.payload, h.ordering_key, h.attempts, h.max_attempts,
            h.due_at, h.last_error, h.created_at,
