@@ -12,7 +12,6 @@ import {
 } from './drain-run.js';
 import {
   CLAIMS_PER_FULL_SCAN,
-  CURSOR_FROM_CLAIMED,
   type DrainOptions,
   type DrainReport,
   deadlineReader,
@@ -272,11 +271,9 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
       sendsAffordable(run),
     ),
   );
-  // Deep in a backlog, start after the last row claimed; see CURSOR_FROM_CLAIMED.
+  // In a backlog, start after the last row claimed; see CLAIMS_PER_FULL_SCAN.
   const after =
-    claimingBacklog(run) &&
-    report.claimed >= CURSOR_FROM_CLAIMED &&
-    run.claimsSinceFullScan < CLAIMS_PER_FULL_SCAN - 1
+    claimingBacklog(run) && run.claimsSinceFullScan < CLAIMS_PER_FULL_SCAN - 1
       ? run.cursor
       : undefined;
   const startedAt = performance.now();

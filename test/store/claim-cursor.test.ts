@@ -1,13 +1,13 @@
 /**
- * A drain deep in a backlog (CURSOR_FROM_CLAIMED rows claimed) starts each claim after the last
- * row it claimed, so the claim does not step over every message delivered since the last vacuum
- * (their index entries stay at the head of the due order until then); every
- * CLAIMS_PER_FULL_SCAN-th claim scans from the start for what came due behind it, and a claim
- * after the cursor that comes back short has looked from the start too.
+ * A drain claiming a backlog starts each claim after the last row it claimed, so the claim does
+ * not step over the rows it has claimed and not yet settled, nor over every message delivered
+ * since the last vacuum (their index entries stay at the head of the due order until then);
+ * every CLAIMS_PER_FULL_SCAN-th claim scans from the start for what came due behind it, and a
+ * claim after the cursor that comes back short has looked from the start too.
  */
 import { describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
-import { CLAIMS_PER_FULL_SCAN, CURSOR_FROM_CLAIMED } from '../../src/core/drain-settings.js';
+import { CLAIMS_PER_FULL_SCAN } from '../../src/core/drain-settings.js';
 import type { ClaimRequest, ClaimResult, OutboxStore } from '../../src/core/outbox-store.js';
 import type { Outbox } from '../../src/outbox.js';
 import { useTestDatabase } from '../support/database.js';
@@ -22,10 +22,9 @@ import { DRIVER_NAMES, type Driver, useDriver } from '../support/drivers.js';
 
 const database = useTestDatabase();
 
-/** Large batches, so a drain passes CURSOR_FROM_CLAIMED in few claims. */
 const BATCH = 1000;
-/** Past the point where claims start at the cursor, by four batches. */
-const BACKLOG = CURSOR_FROM_CLAIMED + 4 * BATCH;
+/** One claim from the start, three after the cursor, one more from the start. */
+const BACKLOG = (CLAIMS_PER_FULL_SCAN + 1) * BATCH;
 
 async function enqueueBacklog(outbox: Outbox, driver: Driver): Promise<void> {
   for (let start = 0; start < BACKLOG; start += BATCH) {
@@ -101,14 +100,14 @@ describe.each(DRIVER_NAMES)('claims after a cursor through %s', (driverName) => 
 // The drain's use of the cursor is the same over every driver (the statement is tested above on
 // each); these backlogs are large, so they run over node-pg only. Most claim one batch at a time
 // (prefetch off), so each claim's cursor is the last row of the claim before it.
-describe('a drain deep in a backlog', () => {
+describe('a drain through a backlog', () => {
   const driver = useDriver('node-pg', database);
 
   /** Drains with prefetch off: each claim's cursor is the last row of the claim before it. */
   const drainOneClaimAtATime = (store: OutboxStore, sender: RecordingSender) =>
     drainOnce({ store, senders: { 'test.kind': sender.send }, batchSize: BATCH, prefetch: false });
 
-  it('a drain deep in a backlog claims from the cursor, and from the start every fourth claim', async () => {
+  it('a drain through a backlog claims from the cursor, and from the start every fourth claim', async () => {
     const { outbox, store } = await freshOutbox(driver);
     await enqueueBacklog(outbox, driver);
     const recorded = recordingStore(store);
@@ -124,9 +123,8 @@ describe('a drain deep in a backlog', () => {
       0,
     ]);
     claims.forEach(({ request }, index) => {
-      const eligible = index * BATCH >= CURSOR_FROM_CLAIMED;
-      const sinceFirst = index - CURSOR_FROM_CLAIMED / BATCH;
-      const fromStart = !eligible || sinceFirst % CLAIMS_PER_FULL_SCAN === CLAIMS_PER_FULL_SCAN - 1;
+      // The first claim has no cursor yet; from then on, every fourth starts from the start.
+      const fromStart = index % CLAIMS_PER_FULL_SCAN === 0;
       expect({ index, after: request.after }).toEqual({
         index,
         after: fromStart ? undefined : claims[index - 1]!.result.last,
