@@ -89,7 +89,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
       },
       {
         file: STATEMENTS,
-        find: '\n          AND m.claim_token = ANY (ARRAY(SELECT DISTINCT claim_token FROM owned WHERE moves))',
+        find: '\n          AND m.claim_token = ANY ($3::uuid[])',
         replace: '',
       },
       {

@@ -70,11 +70,7 @@ export const claimCursorScenario: Scenario = {
           if (mode === 'cursor') cursor = result.last;
           // Delivered at once (untimed), as in a drain: its rows join the deleted ones.
           await store.settle(
-            result.claimed.map((message) => ({
-              id: message.id,
-              claimToken: request.claimToken,
-              settlement: deliveredNow,
-            })),
+            result.claimed.map((message) => ({ message, settlement: deliveredNow })),
             new Date(),
           );
         }

@@ -104,7 +104,7 @@ async function lane(run: DrainRun, { timeouts, settles, context }: LaneShared): 
     } else {
       settlement = outcomeOf(next.message, error, settings);
     }
-    settles.add({ id: next.message.id, claimToken: next.claimToken, settlement });
+    settles.add({ message: next.message, settlement });
     notify(run);
   }
 }
@@ -127,7 +127,7 @@ async function nextToSend(
       if (why) {
         noteStop(run, why);
         const settlement = release(settings.clock.now());
-        settles.add({ id: next.message.id, claimToken: next.claimToken, settlement });
+        settles.add({ message: next.message, settlement });
         continue;
       }
       run.report.sends += 1;

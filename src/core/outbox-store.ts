@@ -42,6 +42,11 @@ export interface ClaimedMessage {
   maxAttempts: number;
   createdAt: Date;
   claimToken: string;
+  /**
+   * The payload's size as the table stores it, in bytes. A settle write's deliveries are
+   * bounded by it ({@link MAX_SETTLE_PAYLOAD_BYTES}).
+   */
+  payloadBytes: number;
 }
 
 /** A row a claim set aside as dead: its final attempt's lease ran out without an outcome. */
@@ -82,11 +87,29 @@ export interface ClaimResult {
   last?: ClaimCursor;
 }
 
+/** What a settle needs of a claimed message: its row, the claim that owns it, its key and size. */
+export type SettledMessage = Pick<ClaimedMessage, 'id' | 'key' | 'claimToken' | 'payloadBytes'>;
+
+/** One claimed message's outcome, to be recorded. */
 export interface SettleRequest {
-  id: string;
-  claimToken: string;
+  message: SettledMessage;
   settlement: Settlement;
 }
+
+/**
+ * The most outcomes one `settle` call may carry. The store records a settle's deliveries as one
+ * group of delivered history, and one statement's arrays of ids, tokens and errors stay small
+ * enough for any driver's request (Neon's HTTP endpoint limits its body).
+ */
+export const MAX_SETTLE_OUTCOMES = 1000;
+
+/**
+ * About the most payload the deliveries of one `settle` call may hold, by `payloadBytes`: their
+ * history group is one value, which reading or discarding one of its messages reads whole. A
+ * call may pass this by one message (a single payload is never split), and payloads are at most
+ * `MAX_PAYLOAD_BYTES`, so no group comes near PostgreSQL's 1 GB limit for a value.
+ */
+export const MAX_SETTLE_PAYLOAD_BYTES = 8 * 1024 * 1024;
 
 export interface SettleResult {
   /** Ids written. */
@@ -113,6 +136,10 @@ export interface OutboxStats {
 /** The storage operations the drain and the admin surfaces need. */
 export interface OutboxStore {
   claim(request: ClaimRequest): Promise<ClaimResult>;
-  /** Every outcome in ONE statement, each guarded by its claim token. */
+  /**
+   * Every outcome in ONE statement, each guarded by its claim token: at most
+   * {@link MAX_SETTLE_OUTCOMES}, their deliveries' payloads about
+   * {@link MAX_SETTLE_PAYLOAD_BYTES} at most.
+   */
   settle(requests: readonly SettleRequest[], now: Date): Promise<SettleResult>;
 }

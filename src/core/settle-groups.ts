@@ -6,7 +6,11 @@
 import { budgetLeft, type DrainRun, notify } from './drain-run.js';
 import type { DrainReport } from './drain-settings.js';
 import { describeError, OutboxError } from './errors.js';
-import type { SettleRequest } from './outbox-store.js';
+import {
+  MAX_SETTLE_OUTCOMES,
+  MAX_SETTLE_PAYLOAD_BYTES,
+  type SettleRequest,
+} from './outbox-store.js';
 import type { Logger } from './ports.js';
 import type { Settlement } from './settlement.js';
 
@@ -90,8 +94,9 @@ export class SettleGroups {
   #start(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    const group = this.#waiting;
-    this.#waiting = [];
+    const taken = writable(this.#waiting);
+    const group = taken === this.#waiting.length ? this.#waiting : this.#waiting.slice(0, taken);
+    this.#waiting = taken === this.#waiting.length ? [] : this.#waiting.slice(taken);
     this.#run.unsettled -= group.length;
     this.#writing = writeGroup(group, this.#run)
       .catch((error: unknown) => {
@@ -103,6 +108,23 @@ export class SettleGroups {
         this.#consider();
       });
   }
+}
+
+/**
+ * How many of the waiting outcomes, oldest first, one write takes: at most MAX_SETTLE_OUTCOMES,
+ * and deliveries up to MAX_SETTLE_PAYLOAD_BYTES of payload (the one that passes it included).
+ * What is left waits for the next write, which starts as soon as this one is done.
+ */
+function writable(waiting: readonly SettleRequest[]): number {
+  const most = Math.min(waiting.length, MAX_SETTLE_OUTCOMES);
+  let bytes = 0;
+  for (let taken = 0; taken < most; taken++) {
+    const { message, settlement } = waiting[taken]!;
+    if (settlement.outcome !== 'delivered') continue;
+    bytes += message.payloadBytes;
+    if (bytes >= MAX_SETTLE_PAYLOAD_BYTES) return taken + 1;
+  }
+  return most;
 }
 
 /**
@@ -162,7 +184,8 @@ function tally(
   report: DrainReport,
   logger: Logger,
 ): void {
-  for (const { id, settlement } of requests) {
+  for (const { message, settlement } of requests) {
+    const { id } = message;
     if (stale.has(id)) {
       report.stale += 1;
       logger.warn('stale settle: another drain owns this message now', { id, settlement });

@@ -1,6 +1,6 @@
 /**
- * Delivered history as settle writes it: one row of delivered_groups per settle group, its
- * messages in one array (migrations/0005_history_by_settle_group.sql).
+ * Delivered history as settle writes it: one row of delivered_groups per settle, its messages in
+ * one array (migrations/0005_history_by_settle_group.sql).
  */
 
 /**
@@ -10,7 +10,9 @@
  * there are no rows). Each group
  * gets its size, its ids as a multirange (exact), its keys' range from smallest to largest, and
  * its messages as one array. The key range compares keys as text in the "C" collation, which
- * orders them as uuid does (PostgreSQL has no min or max for uuid). Settle uses it, and so do the tests and the bench that write history directly.
+ * orders them as uuid does (PostgreSQL has no min or max for uuid). For history written straight
+ * from SQL (the tests and the bench; migration 0005 has the same shape): settle writes its group
+ * with {@link archiveMoved} instead, its bounds computed by the drain.
  */
 export function insertHistoryGroups(quotedSchema: string, source: string, groupBy: string): string {
   return `INSERT INTO ${quotedSchema}.delivered_groups (delivered_at, size, ids, keys, messages)
@@ -23,30 +25,80 @@ export function insertHistoryGroups(quotedSchema: string, source: string, groupB
         GROUP BY ${groupBy}`;
 }
 
-/** Messages in one history group at most: a settle's deliveries past it go to further groups. */
-export const HISTORY_GROUP_MESSAGES = 1_000;
-
 /**
- * Payload bytes in one history group, about, at most: a group is one value, read whole by a get
- * and written whole by a discard, and a value cannot pass 1 GB. A group takes messages until
- * the payloads before it pass this (so one large payload still fits).
+ * The columns the settle's delete returns for history, in the order of `delivered_message`.
  */
-export const HISTORY_GROUP_PAYLOAD_BYTES = 8 * 1024 * 1024;
+export const ARCHIVED_COLUMNS = `m.id, m.key, m.kind, m.payload, m.ordering_key, m.attempts,
+          m.max_attempts, m.due_at, m.last_error, m.created_at`;
 
 /**
- * The settle's step (a CTE over `moved`, the rows it deleted, and `$6`, its time) that appends
- * those messages to delivered history, stamped with the settle's time: one row for the group's
- * deliveries (more past {@link HISTORY_GROUP_MESSAGES} messages or
- * {@link HISTORY_GROUP_PAYLOAD_BYTES} of payload), none when it delivered nothing.
+ * The settle's step (a CTE over `moved`, the rows its delete took) that appends those messages
+ * to delivered history as ONE group, stamped with the settle's time ($7), none when it delivered
+ * nothing. The group's ids ($8, an int8multirange) and key range ($9 to $10) come with the
+ * statement, from {@link historyBounds} over the settle's deliveries: the drain has them at
+ * hand, and aggregating them here (range_agg, and keys compared as text, since PostgreSQL has
+ * no min or max for uuid) cost more server CPU than the rest of the group (docs/benchmarks.md).
+ * The drain keeps a settle within one group's size (MAX_SETTLE_OUTCOMES,
+ * MAX_SETTLE_PAYLOAD_BYTES).
+ *
+ * The bounds cover every delivery of the settle, so they may also hold the id or key of one that
+ * is not in the group: stale (another drain owns the row now) or kept in messages by its dedupe
+ * key. Every read therefore looks for the message inside the groups the bounds point to.
  */
 export function archiveMoved(quotedSchema: string): string {
-  const parts = `(SELECT *, $6::timestamptz AS delivered_at,
-            greatest((row_number() OVER running - 1) / ${HISTORY_GROUP_MESSAGES},
-              (sum(pg_column_size(payload)) OVER running - pg_column_size(payload))
-                / ${HISTORY_GROUP_PAYLOAD_BYTES}) AS part
-          FROM moved
-          WINDOW running AS (ROWS UNBOUNDED PRECEDING)) moved`;
   return `archived AS (
-        ${insertHistoryGroups(quotedSchema, parts, 'part')}
+        INSERT INTO ${quotedSchema}.delivered_groups (delivered_at, size, ids, keys, messages)
+        SELECT $7::timestamptz, count(*), $8::int8multirange,
+          ${quotedSchema}.message_key_range($9::uuid, $10::uuid, '[]'),
+          array_agg(ROW(id, key, kind, payload, ordering_key, attempts, max_attempts, due_at,
+            last_error, created_at)::${quotedSchema}.delivered_message)
+        FROM moved
+        HAVING count(*) > 0
       ),`;
+}
+
+/** What a settle's history group is bounded by: its delivered ids and keys (see archiveMoved). */
+export interface HistoryBounds {
+  /** The ids as an int8multirange literal, runs of consecutive ids merged: `{[1,5],[9,9]}`. */
+  ids: string;
+  smallestKey: string;
+  largestKey: string;
+}
+
+/**
+ * The bounds of the messages `delivered`, or null when there are none. Ids are positive bigints
+ * in their canonical text (as the table returns them), so a shorter one is the smaller; keys are
+ * compared as lowercase text, which orders uuids as PostgreSQL does.
+ */
+export function historyBounds(
+  delivered: readonly { id: string; key: string }[],
+): HistoryBounds | null {
+  if (delivered.length === 0) return null;
+  const ids = delivered.map((message) => message.id).sort(byNumber);
+  let smallestKey = delivered[0]!.key.toLowerCase();
+  let largestKey = smallestKey;
+  for (const { key } of delivered) {
+    const lower = key.toLowerCase();
+    if (lower < smallestKey) smallestKey = lower;
+    else if (lower > largestKey) largestKey = lower;
+  }
+  const runs: string[] = [];
+  let first = ids[0]!;
+  let last = BigInt(first);
+  for (const id of ids.slice(1)) {
+    const value = BigInt(id);
+    if (value === last || value === last + 1n) {
+      last = value;
+      continue;
+    }
+    runs.push(`[${first},${last}]`);
+    first = id;
+    last = value;
+  }
+  runs.push(`[${first},${last}]`);
+  return { ids: `{${runs.join(',')}}`, smallestKey, largestKey };
+}
+
+function byNumber(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }

@@ -57,6 +57,8 @@ export type ClaimedRow = Pick<
   | 'created_at'
   | 'state'
 > & {
+  /** pg_column_size of the payload (int4). */
+  payload_bytes: number | string;
   /** The row's due time as epoch milliseconds (float8: a number, or text from some drivers). */
   due_ms: number | string;
 };
@@ -72,6 +74,7 @@ export function claimedFromRow(row: ClaimedRow, claimToken: string): ClaimedMess
     maxAttempts: Number(row.max_attempts),
     createdAt: toDate(row.created_at),
     claimToken,
+    payloadBytes: Number(row.payload_bytes),
   };
 }
 

@@ -5,16 +5,19 @@ import {
   type ClaimRequest,
   type ClaimResult,
   type ExhaustedMessage,
+  MAX_SETTLE_OUTCOMES,
   MESSAGE_STATES,
   type MessageRecord,
   type MessageState,
   type OutboxStats,
   type OutboxStore,
+  type SettledMessage,
   type SettleRequest,
   type SettleResult,
 } from '../core/outbox-store.js';
 import type { SqlExecutor } from '../core/ports.js';
 import type { PurgeReport, PurgeRequest, PurgeStore } from '../core/purge.js';
+import { historyBounds } from './history-groups.js';
 import {
   type ClaimedRow,
   claimedFromRow,
@@ -54,14 +57,16 @@ export interface ListPage {
 export class PostgresOutboxStore implements OutboxStore, PurgeStore {
   readonly schema: string;
   private readonly sql: OutboxStatements;
+  private readonly keepDelivered: boolean;
 
   constructor(
     private readonly db: SqlExecutor,
     options: { schema?: string; keepDelivered?: boolean } = {},
   ) {
     this.schema = options.schema ?? DEFAULT_SCHEMA;
+    this.keepDelivered = options.keepDelivered ?? true;
     this.sql = outboxStatements(quoteSchema(this.schema), {
-      keepDelivered: options.keepDelivered,
+      keepDelivered: this.keepDelivered,
     });
   }
 
@@ -102,35 +107,15 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
 
   async settle(requests: readonly SettleRequest[], now: Date): Promise<SettleResult> {
     if (requests.length === 0) return { settled: [], stale: [] };
-    const ids: string[] = [];
-    const tokens: string[] = [];
-    const outcomes: string[] = [];
-    const dueTimes: (Date | null)[] = [];
-    const errors: (string | null)[] = [];
-    for (const { id, claimToken, settlement } of requests) {
-      ids.push(id);
-      tokens.push(claimToken);
-      outcomes.push(settlement.outcome);
-      dueTimes.push(
-        settlement.outcome === 'retry' || settlement.outcome === 'release' ? settlement.at : null,
-      );
-      errors.push(
-        settlement.outcome === 'retry'
-          ? settlement.error
-          : settlement.outcome === 'dead'
-            ? settlement.reason
-            : null,
+    if (requests.length > MAX_SETTLE_OUTCOMES) {
+      throw new RangeError(
+        `settle takes at most ${MAX_SETTLE_OUTCOMES} outcomes at once, got ${requests.length}`,
       );
     }
-    const result = await this.db.query<{ id: string }>(this.sql.settleClaimedMessages, [
-      ids,
-      tokens,
-      outcomes,
-      dueTimes,
-      errors,
-      now,
-    ]);
+    const params = settleParameters(requests, now, this.keepDelivered);
+    const result = await this.db.query<{ id: string }>(this.sql.settleClaimedMessages, params);
     const stale = new Set(result.rows.map((row) => String(row.id)));
+    const ids = requests.map(({ message }) => message.id);
     return {
       settled: ids.filter((id) => !stale.has(id)),
       stale: ids.filter((id) => stale.has(id)),
@@ -294,6 +279,53 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
     }
     return report;
   }
+}
+
+/**
+ * The settle statement's parameters for `requests` (see settleClaimedMessages): one array per
+ * column of the outcomes, each claim token once, and with delivered history the bounds of the
+ * group its deliveries make.
+ */
+export function settleParameters(
+  requests: readonly SettleRequest[],
+  now: Date,
+  keepDelivered: boolean,
+): unknown[] {
+  const ids: string[] = [];
+  const tokenNumbers: number[] = [];
+  const tokens: string[] = [];
+  const numberOf = new Map<string, number>();
+  const outcomes: string[] = [];
+  const dueTimes: (Date | null)[] = [];
+  const errors: (string | null)[] = [];
+  const delivered: SettledMessage[] = [];
+  for (const { message, settlement } of requests) {
+    ids.push(message.id);
+    let tokenNumber = numberOf.get(message.claimToken);
+    if (tokenNumber === undefined) {
+      tokenNumber = tokens.push(message.claimToken);
+      numberOf.set(message.claimToken, tokenNumber);
+    }
+    tokenNumbers.push(tokenNumber);
+    outcomes.push(settlement.outcome);
+    dueTimes.push(
+      settlement.outcome === 'retry' || settlement.outcome === 'release' ? settlement.at : null,
+    );
+    errors.push(
+      settlement.outcome === 'retry'
+        ? settlement.error
+        : settlement.outcome === 'dead'
+          ? settlement.reason
+          : null,
+    );
+    if (settlement.outcome === 'delivered') delivered.push(message);
+  }
+  const params: unknown[] = [ids, tokenNumbers, tokens, outcomes, dueTimes, errors, now];
+  if (keepDelivered) {
+    const bounds = historyBounds(delivered);
+    params.push(bounds?.ids ?? null, bounds?.smallestKey ?? null, bounds?.largestKey ?? null);
+  }
+  return params;
 }
 
 export interface DeliveryCount {

@@ -1,4 +1,4 @@
-import { archiveMoved } from './history-groups.js';
+import { ARCHIVED_COLUMNS, archiveMoved } from './history-groups.js';
 import { CLAIMED_COLUMNS } from './message-columns.js';
 import { type OperatorStatements, operatorStatements } from './operator-statements.js';
 
@@ -164,14 +164,15 @@ function claimStatement(
     -- = ANY(ARRAY(...)) rather than a join: on a small table the planner hashed a join
     -- against a full scan; this always probes the primary key (docs/benchmarks.md).
     WHERE m.id = ANY(ARRAY(SELECT id FROM due))
-    RETURNING ${CLAIMED_COLUMNS}, m.due_at
+    RETURNING ${CLAIMED_COLUMNS}, pg_column_size(m.payload) AS payload_bytes, m.due_at
   ),
   counted AS (
     ${countOutcomes(quotedSchema, "(SELECT kind, 'dead' AS outcome FROM claimed WHERE state = 'dead')", '$1')}
   )
-  -- due_ms: the due time as epoch milliseconds, a float the driver reads without parsing a
-  -- date; the last row's, with its id, is where the next claim's scan may start.
-  SELECT ${CLAIMED_COLUMNS}, date_part('epoch', due_at) * 1000 AS due_ms
+  -- payload_bytes: the payload's stored size, which bounds a settle write. due_ms: the due
+  -- time as epoch milliseconds, a float the driver reads without parsing a date; the last
+  -- row's, with its id, is where the next claim's scan may start.
+  SELECT ${CLAIMED_COLUMNS}, payload_bytes, date_part('epoch', due_at) * 1000 AS due_ms
   FROM claimed ORDER BY due_at, id`;
 }
 
@@ -221,8 +222,11 @@ export function outboxStatements(
     claimMessagesByKey: claimStatement(quotedSchema, 'keys'),
 
     /**
-     * $1 ids, $2 claim tokens, $3 outcomes ('delivered' | 'retry' | 'dead' | 'release'),
-     * $4 next due times (retry, release), $5 errors, $6 now.
+     * $1 ids, $2 each outcome's claim token as a number from 1 into $3 (a group's outcomes come
+     * from a few claims, so each token is written and parsed once, not once per outcome),
+     * $4 outcomes ('delivered' | 'retry' | 'dead' | 'release'), $5 next due times (retry,
+     * release), $6 errors, $7 now; with delivered history also $8 the delivered ids as an
+     * int8multirange and $9, $10 their smallest and largest key (see archiveMoved).
      *
      * Every outcome of a batch in one statement. The token in the WHERE clause proves this drain
      * still owns each claim: a row whose lease expired and that another drain re-claimed has a
@@ -245,8 +249,9 @@ export function outboxStatements(
      */
     settleClaimedMessages: `
       WITH o AS (
-        SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::timestamptz[], $5::text[])
-          AS o(id, claim_token, outcome, due_at, error)
+        SELECT o.id, ($3::uuid[])[o.token] AS claim_token, o.outcome, o.due_at, o.error
+        FROM unnest($1::bigint[], $2::integer[], $4::text[], $5::timestamptz[], $6::text[])
+          AS o(id, token, outcome, due_at, error)
       ),
       -- Each outcome's row, if this drain still owns it, found from the outcome's side: the
       -- LATERAL subquery keeps the outcomes outer (its LIMIT keeps the planner from folding it
@@ -261,16 +266,16 @@ export function outboxStatements(
           LIMIT 1) m
       ),
       -- The delete and the update take their rows by the ctids found above (a TID scan, never a
-      -- scan of messages) and name the claim token again. A row another drain re-claimed since
-      -- has a new version with another token, which the re-check under READ COMMITTED refuses:
-      -- the outcome is stale. The ctid alone is not enough: before PostgreSQL's fix dee21ea
-      -- (minor releases from 2025 on) a TID scan's re-check did not test the ctid.
+      -- scan of messages) and name the claim token again (the delete: one of this settle's, each
+      -- matched to its own row above). A row another drain re-claimed since has a new version
+      -- with another token, which the re-check under READ COMMITTED refuses: the outcome is
+      -- stale. The ctid alone is not enough: before PostgreSQL's fix dee21ea (minor releases
+      -- from 2025 on) a TID scan's re-check did not test the ctid.
       moved AS (
         DELETE FROM ${messages} m
         WHERE m.ctid = ANY (ARRAY(SELECT row_id FROM owned WHERE moves))
-          AND m.claim_token = ANY (ARRAY(SELECT DISTINCT claim_token FROM owned WHERE moves))
-        RETURNING m.id, m.key, m.kind, m.payload, m.ordering_key, m.attempts, m.max_attempts,
-          m.due_at, m.last_error, m.created_at
+          AND m.claim_token = ANY ($3::uuid[])
+        RETURNING ${keepDelivered ? ARCHIVED_COLUMNS : 'm.id, m.kind'}
       ),
       ${keepDelivered ? archiveMoved(quotedSchema) : ''}
       -- Anything but a delivery, and a delivered message with a dedupe key. In a group of plain
@@ -286,8 +291,8 @@ export function outboxStatements(
           lease_expires_at = NULL,
           attempts = CASE WHEN o.outcome = 'release' THEN m.attempts - 1 ELSE m.attempts END,
           due_at = CASE WHEN o.outcome IN ('retry', 'release') THEN o.due_at ELSE m.due_at END,
-          delivered_at = CASE WHEN o.outcome = 'delivered' THEN $6::timestamptz END,
-          dead_at = CASE WHEN o.outcome = 'dead' THEN $6::timestamptz END,
+          delivered_at = CASE WHEN o.outcome = 'delivered' THEN $7::timestamptz END,
+          dead_at = CASE WHEN o.outcome = 'dead' THEN $7::timestamptz END,
           last_error = CASE WHEN o.outcome IN ('retry', 'dead') THEN o.error ELSE m.last_error END
         FROM owned o
         WHERE m.ctid = ANY (ARRAY(SELECT row_id FROM owned WHERE NOT moves))
@@ -296,17 +301,20 @@ export function outboxStatements(
           AND NOT o.moves
         RETURNING m.id, m.kind, o.outcome
       ),
-      settled AS (
-        SELECT id, kind, 'delivered' AS outcome FROM moved
-        UNION ALL
-        SELECT id, kind, outcome FROM updated
-      ),
       counted AS (
-        ${countOutcomes(quotedSchema, 'settled', '$6')}
+        ${countOutcomes(
+          quotedSchema,
+          `(SELECT kind, 'delivered' AS outcome FROM moved
+            UNION ALL SELECT kind, outcome FROM updated)`,
+          '$7',
+        )}
       )
       -- Only the outcomes that changed nothing (stale: another drain owns the row now), so a
-      -- group normally returns no rows at all for the driver to read.
-      SELECT o.id FROM o WHERE o.id NOT IN (SELECT id FROM settled)`,
+      -- group normally returns no rows at all for the driver to read. Looked for only when
+      -- fewer rows changed than there were outcomes: the usual group skips the search.
+      SELECT o.id FROM o
+      WHERE (SELECT count(*) FROM moved) + (SELECT count(*) FROM updated) < cardinality($1::bigint[])
+        AND o.id NOT IN (SELECT id FROM moved UNION ALL SELECT id FROM updated)`,
 
     /**
      * $1 delivered before, $2 limit; returns one row: `deleted`, how many messages went, and

@@ -6,8 +6,10 @@
  */
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
+import { delivered, retry } from '../../src/core/settlement.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
+import { settleParameters } from '../../src/store/postgres-store.js';
 import { outboxStatements } from '../../src/store/statements.js';
 import { useTestDatabase } from '../support/database.js';
 import { claimRequest } from '../support/drain-fixtures.js';
@@ -148,17 +150,11 @@ describe('the settle statement', () => {
     expect(claimed).toHaveLength(1300);
 
     const statements = outboxStatements('settle_plan');
-    for (const outcome of ['delivered', 'retry']) {
+    for (const settlement of [delivered(), retry(new Date(), 'receiver said 503')]) {
+      const requests = claimed.map((message) => ({ message, settlement }));
       const { rows } = await database.pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
         `EXPLAIN (FORMAT JSON) ${statements.settleClaimedMessages}`,
-        [
-          claimed.map((message) => message.id),
-          claimed.map(() => claimToken),
-          claimed.map(() => outcome),
-          claimed.map(() => (outcome === 'retry' ? new Date() : null)),
-          claimed.map(() => (outcome === 'retry' ? 'receiver said 503' : null)),
-          new Date(),
-        ],
+        settleParameters(requests, new Date(), true),
       );
       expect(loopsOverCtes(rows[0]!['QUERY PLAN'][0].Plan)).toEqual([]);
     }

@@ -6,8 +6,8 @@
  * minutes (docs/benchmarks.md, "History by settle group").
  */
 import { describe, expect, it } from 'vitest';
-import { delivered } from '../../src/core/settlement.js';
-import { HISTORY_GROUP_PAYLOAD_BYTES } from '../../src/store/history-groups.js';
+import { delivered, retry } from '../../src/core/settlement.js';
+import { settleParameters } from '../../src/store/postgres-store.js';
 import { outboxStatements } from '../../src/store/statements.js';
 import { useTestDatabase } from '../support/database.js';
 import { claimRequest, freshOutbox } from '../support/drain-fixtures.js';
@@ -52,14 +52,14 @@ describe('the settle statement', () => {
     const { claimed } = await store.claim(request);
     expect(claimed).toHaveLength(1_000);
     const settle = outboxStatements(`"${schema}"`).settleClaimedMessages;
-    const { rows } = await database.pool.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${settle}`, [
-      claimed.map((message) => message.id),
-      claimed.map(() => request.claimToken),
-      claimed.map((_, n) => (n % 10 === 0 ? 'retry' : 'delivered')),
-      claimed.map(() => new Date()),
-      claimed.map(() => 'boom'),
-      new Date(),
-    ]);
+    const requests = claimed.map((message, n) => ({
+      message,
+      settlement: n % 10 === 0 ? retry(new Date(), 'boom') : delivered(),
+    }));
+    const { rows } = await database.pool.query(
+      `EXPLAIN (ANALYZE, FORMAT JSON) ${settle}`,
+      settleParameters(requests, new Date(), true),
+    );
     const nodes = nodesOf(rows[0]['QUERY PLAN'][0].Plan);
     const scans = nodes.filter(
       (node) => node['Relation Name'] === 'messages' && node['Node Type'] !== 'ModifyTable',
@@ -70,9 +70,10 @@ describe('the settle statement', () => {
       scans.reduce((sum, node) => sum + rowsRead(node), 0),
       read,
     ).toBeLessThanOrEqual(2 * 1_000);
-    // No list of outcomes is read again for each row of something else.
+    // No list of outcomes is read again for each row of something else (the stale search after
+    // the last write runs only when a row did not change, so its scan of o may not run at all).
     for (const node of nodes.filter((each) => each['Node Type'] === 'CTE Scan')) {
-      expect(node['Actual Loops'], String(node['CTE Name'])).toBe(1);
+      expect(node['Actual Loops'], String(node['CTE Name'])).toBeLessThanOrEqual(1);
     }
     expect(await store.stats(new Date())).toMatchObject({ pending: 3_000 + 100, delivered: 900 });
   });
@@ -92,7 +93,7 @@ describe('the settle statement', () => {
         otherToken,
       ]);
       const settling = store.settle(
-        [{ id: message!.id, claimToken: request.claimToken, settlement: delivered() }],
+        [{ message: message!, settlement: delivered() }],
         new Date(),
       );
       await waitFor('the settle to wait for the re-claim', async () => {
@@ -112,66 +113,5 @@ describe('the settle statement', () => {
       [message!.id],
     );
     expect(rows).toEqual([{ state: 'claimed', claim_token: otherToken }]);
-  });
-
-  it("writes a settle's deliveries as groups of at most 1,000 messages and about 8 MB of payload", async () => {
-    const { outbox, store, schema } = await freshOutbox(driver);
-    /** Claims everything due and settles it as delivered in one settle. */
-    const deliverAllAtOnce = async () => {
-      const requests = [];
-      for (;;) {
-        const request = claimRequest({ limit: 1_000 });
-        const { claimed } = await store.claim(request);
-        if (claimed.length === 0) break;
-        requests.push(
-          ...claimed.map((each) => ({
-            id: each.id,
-            claimToken: request.claimToken,
-            settlement: delivered(),
-          })),
-        );
-      }
-      expect((await store.settle(requests, new Date())).stale).toEqual([]);
-      return requests.length;
-    };
-    const groups = async () => {
-      const { rows } = await database.pool.query<{ size: number; bytes: string; largest: string }>(
-        `SELECT g.size, sum(pg_column_size(h.payload)) AS bytes,
-           max(pg_column_size(h.payload)) AS largest
-         FROM ${schema}.delivered_groups g CROSS JOIN LATERAL unnest(g.messages) h
-         GROUP BY g.id, g.size ORDER BY g.id`,
-      );
-      await database.pool.query(`DELETE FROM ${schema}.delivered_groups`);
-      return rows;
-    };
-
-    for (let call = 0; call < 3; call++) {
-      await outbox.enqueue(
-        driver.db,
-        Array.from({ length: 1_000 }, (_, n) => ({ kind: 'test.kind', payload: { n } })),
-      );
-    }
-    expect(await deliverAllAtOnce()).toBe(3_000);
-    expect((await groups()).map((group) => group.size)).toEqual([1_000, 1_000, 1_000]);
-
-    // About 200 kB of JSON each that compresses poorly: groups split by payload bytes.
-    for (let call = 0; call < 4; call++) {
-      await outbox.enqueue(
-        driver.db,
-        Array.from({ length: 20 }, (_, n) => ({
-          kind: 'test.kind',
-          payload: { n, noise: Array.from({ length: 6_000 }, () => crypto.randomUUID()).join('') },
-        })),
-      );
-    }
-    expect(await deliverAllAtOnce()).toBe(80);
-    const split = await groups();
-    expect(split.length).toBeGreaterThanOrEqual(2);
-    expect(split.reduce((sum, group) => sum + group.size, 0)).toBe(80);
-    for (const group of split) {
-      expect(Number(group.bytes)).toBeLessThanOrEqual(
-        HISTORY_GROUP_PAYLOAD_BYTES + Number(group.largest),
-      );
-    }
   });
 });
