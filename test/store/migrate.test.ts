@@ -113,13 +113,60 @@ describe('migrations', () => {
         `INSERT INTO outbox_checks.messages (key, kind, payload, ${columns})
          VALUES (gen_random_uuid(), 'email', '{}', ${values})`,
       );
-    // delivered without a delivery time, claimed without a token, attempts over the maximum
-    await expect(insert('state', `'delivered'`)).rejects.toMatchObject({ code: '23514' });
-    await expect(insert('state, attempts', `'claimed', 1`)).rejects.toMatchObject({
-      code: '23514',
-    });
-    await expect(insert('attempts, max_attempts', '4, 3')).rejects.toMatchObject({ code: '23514' });
-    await expect(insert('state', `'sent'`)).rejects.toMatchObject({ code: '23514' });
+    const claim = `gen_random_uuid(), now(), now()`;
+    const refused = [
+      // An unknown state, attempts past the maximum or below zero, a maximum out of range.
+      ['state', `'sent'`],
+      ['attempts, max_attempts', '4, 3'],
+      ['attempts', '-1'],
+      ['max_attempts', '1001'],
+      // Each state with a column another state sets.
+      ['claim_token', 'gen_random_uuid()'],
+      ['delivered_at', 'now()'],
+      ['state, attempts', `'claimed', 1`],
+      ['state, attempts, claim_token, claimed_at', `'claimed', 1, gen_random_uuid(), now()`],
+      ['state, claim_token, claimed_at, lease_expires_at', `'claimed', ${claim}`],
+      [
+        'state, attempts, claim_token, claimed_at, lease_expires_at, dead_at',
+        `'claimed', 1, ${claim}, now()`,
+      ],
+      ['state, attempts', `'delivered', 1`],
+      ['state, delivered_at', `'delivered', now()`],
+      ['state, attempts, delivered_at, claim_token', `'delivered', 1, now(), gen_random_uuid()`],
+      ['state', `'dead'`],
+      ['state, dead_at, delivered_at', `'dead', now(), now()`],
+      // Key lengths, checked by their domains.
+      ['ordering_key', `''`],
+      ['dedupe_key', `repeat('k', 201)`],
+    ];
+    for (const [columns, values] of refused) {
+      await expect(insert(columns!, values!), `${columns} = ${values}`).rejects.toMatchObject({
+        code: '23514',
+      });
+    }
+    // The rows each state allows.
+    const allowed = [
+      ['state', `'pending'`],
+      ['state, attempts, claim_token, claimed_at, lease_expires_at', `'claimed', 1, ${claim}`],
+      ['state, attempts, delivered_at, dedupe_key', `'delivered', 1, now(), 'order-1'`],
+      ['state, dead_at, ordering_key', `'dead', now(), repeat('k', 200)`],
+    ];
+    for (const [columns, values] of allowed) {
+      await expect(insert(columns!, values!), `${columns} = ${values}`).resolves.toBeDefined();
+    }
+  });
+
+  it('compresses history with lz4 where the server has it, and keeps pglz where it does not', async () => {
+    await migrate(pgExecutor(database.pool), { schema: 'outbox_compression' });
+    const { rows } = await database.pool.query<{ compression: string; lz4: boolean }>(
+      `SELECT a.attcompression AS compression,
+         (SELECT 'lz4' = ANY (enumvals) FROM pg_settings
+          WHERE name = 'default_toast_compression') AS lz4
+       FROM pg_attribute a
+       WHERE a.attrelid = 'outbox_compression.delivered_groups'::regclass AND a.attname = 'messages'`,
+    );
+    // 'l' is lz4; '' is the server's default, pglz unless an operator changed it.
+    expect(rows).toEqual([{ compression: rows[0]!.lz4 ? 'l' : '', lz4: rows[0]!.lz4 }]);
   });
 
   it('moves history kept a row per message into groups, readable as before', async () => {
