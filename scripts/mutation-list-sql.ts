@@ -240,7 +240,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: STATEMENTS,
-        find: "'AND (m.due_at, m.id) > ($6::timestamptz, $7::bigint)'",
+        find: "'AND (m.due_at, m.id) > (SELECT due_at, id FROM cursor)'",
         replace: "''",
       },
     ],

@@ -6,6 +6,7 @@
  */
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { ClaimCursor } from '../../src/core/outbox-store.js';
 import { delivered, retry } from '../../src/core/settlement.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
@@ -44,6 +45,42 @@ describe('the claim statement', () => {
        FROM pg_prepared_statements WHERE statement LIKE '%WITH due AS%'`,
     );
     // Prepared from its second run; PostgreSQL tries five custom plans before it compares.
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.generic).toBeGreaterThan(0);
+    expect(rows[0]!.custom).toBeLessThanOrEqual(5);
+  });
+
+  it('after a cursor, runs on a kept generic plan too, as a drain walks its backlog', async () => {
+    client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    const db = pgExecutor(client);
+    const outbox = createOutbox({ schema: 'cursor_generic', kinds: { 'test.kind': true } });
+    await outbox.migrate(db);
+    for (let start = 0; start < 30_000; start += 1_000) {
+      await outbox.enqueue(
+        db,
+        Array.from({ length: 1_000 }, (_, n) => ({ kind: 'test.kind', payload: { n: start + n } })),
+      );
+    }
+    await client.query('VACUUM ANALYZE cursor_generic.messages');
+    const store = outbox.store(db);
+    // Claims of 100 from the cursor, each batch delivered as a drain would. With the cursor as
+    // a bare parameter, the first claims' custom plans, early in this backlog, looked cheaper
+    // than the generic plan, and every claim was planned anew (0 generic plans).
+    let last: ClaimCursor | undefined;
+    for (let run = 0; run < 40; run++) {
+      const result = await store.claim(claimRequest({ limit: 100, after: last }));
+      expect(result.claimed).toHaveLength(100);
+      last = result.last;
+      await store.settle(
+        result.claimed.map((message) => ({ message, settlement: delivered() })),
+        new Date(),
+      );
+    }
+    const { rows } = await client.query<{ generic: number; custom: number }>(
+      `SELECT generic_plans::int AS generic, custom_plans::int AS custom
+       FROM pg_prepared_statements WHERE statement LIKE '%ahead AS%'`,
+    );
     expect(rows).toHaveLength(1);
     expect(rows[0]!.generic).toBeGreaterThan(0);
     expect(rows[0]!.custom).toBeLessThanOrEqual(5);

@@ -92,10 +92,7 @@ describe('the settle statement', () => {
         message!.id,
         otherToken,
       ]);
-      const settling = store.settle(
-        [{ message: message!, settlement: delivered() }],
-        new Date(),
-      );
+      const settling = store.settle([{ message: message!, settlement: delivered() }], new Date());
       await waitFor('the settle to wait for the re-claim', async () => {
         const { rows } = await database.pool.query(
           `SELECT count(*)::int AS n FROM pg_stat_activity
