@@ -14,3 +14,11 @@ const DECIMAL_ID = /^[1-9][0-9]{0,18}$/;
 export function isMessageId(text: string): boolean {
   return DECIMAL_ID.test(text) && BigInt(text) <= MAX_MESSAGE_ID;
 }
+
+/**
+ * Orders message ids as numbers without parsing them: ids are positive integers in canonical
+ * decimal (no leading zeros), so a shorter one is the smaller and equal lengths compare as text.
+ */
+export function compareMessageIds(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}

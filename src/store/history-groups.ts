@@ -2,6 +2,7 @@
  * Delivered history as settle writes it: one row of delivered_groups per settle, its messages in
  * one array (migrations/0005_history_by_settle_group.sql).
  */
+import { compareMessageIds } from '../core/message-id.js';
 
 /**
  * An INSERT that appends history groups made from `source`, rows in the columns of
@@ -66,15 +67,14 @@ export interface HistoryBounds {
 }
 
 /**
- * The bounds of the messages `delivered`, or null when there are none. Ids are positive bigints
- * in their canonical text (as the table returns them), so a shorter one is the smaller; keys are
- * compared as lowercase text, which orders uuids as PostgreSQL does.
+ * The bounds of the messages `delivered`, or null when there are none. Keys are compared as
+ * lowercase text, which orders uuids as PostgreSQL does.
  */
 export function historyBounds(
   delivered: readonly { id: string; key: string }[],
 ): HistoryBounds | null {
   if (delivered.length === 0) return null;
-  const ids = delivered.map((message) => message.id).sort(byNumber);
+  const ids = delivered.map((message) => message.id).sort(compareMessageIds);
   let smallestKey = delivered[0]!.key.toLowerCase();
   let largestKey = smallestKey;
   for (const { key } of delivered) {
@@ -97,8 +97,4 @@ export function historyBounds(
   }
   runs.push(`[${first},${last}]`);
   return { ids: `{${runs.join(',')}}`, smallestKey, largestKey };
-}
-
-function byNumber(a: string, b: string): number {
-  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }

@@ -1,5 +1,5 @@
 import { ValidationError } from '../core/errors.js';
-import { isMessageId } from '../core/message-id.js';
+import { compareMessageIds, isMessageId } from '../core/message-id.js';
 import {
   type ClaimedMessage,
   type ClaimRequest,
@@ -88,9 +88,12 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
           this.sql.claimDueMessages(request.limit, request.after !== undefined),
           request.after ? [...shared, request.after.dueAt, request.after.id] : shared,
         );
+    // The statement returns rows as its update took them; they go out in due order, and the
+    // last of them in due order is where the next claim's scan may start.
+    const rows = inDueOrder(result.rows);
     const claimed: ClaimedMessage[] = [];
     const exhausted: ExhaustedMessage[] = [];
-    for (const row of result.rows) {
+    for (const row of rows) {
       if (row.state === 'claimed') {
         claimed.push(claimedFromRow(row, request.claimToken));
       } else {
@@ -98,7 +101,7 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
         exhausted.push({ id, key, kind, attempts });
       }
     }
-    const lastRow = result.rows.at(-1);
+    const lastRow = rows.at(-1);
     if (!lastRow) return { claimed, exhausted };
     // Due times are whole milliseconds (enqueue truncates them; later writes come from Dates).
     const last = { dueAt: new Date(Math.round(Number(lastRow.due_ms))), id: String(lastRow.id) };
@@ -334,6 +337,13 @@ export interface DeliveryCount {
   /** Attempts that failed (retried or set aside). */
   failed: number;
   dead: number;
+}
+
+/** Claimed rows by due time, then id. */
+function inDueOrder(rows: ClaimedRow[]): ClaimedRow[] {
+  const keyed = rows.map((row) => ({ row, dueMs: Number(row.due_ms), id: String(row.id) }));
+  keyed.sort((a, b) => a.dueMs - b.dueMs || compareMessageIds(a.id, b.id));
+  return keyed.map((each) => each.row);
 }
 
 /** The text form Postgres accepts for a `uuid` column, as message keys are written. */

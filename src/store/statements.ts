@@ -112,7 +112,7 @@ function claimStatement(
   }
   const messages = `${quotedSchema}.messages`;
   const dueRows = (where: string, limit: string) => `
-    SELECT m.id
+    SELECT m.id, m.kind, m.attempts >= m.max_attempts AS exhausted
     FROM ${messages} m
     WHERE m.delivered_at IS NULL AND m.dead_at IS NULL
       AND m.due_at <= $1
@@ -146,40 +146,41 @@ function claimStatement(
   ),
   behind AS (${dueRows('AND (m.due_at, m.id) <= (SELECT due_at, id FROM cursor)', `${target.limit} - (SELECT count(*) FROM ahead)`)}
   ),
-  due AS (SELECT id FROM ahead UNION ALL SELECT id FROM behind),`;
+  due AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),`;
   } else {
     due = `due AS (${dueRows('', String(target.limit))}
   ),`;
   }
   return `
   WITH ${due}
-  claimed AS (
-    UPDATE ${messages} m SET
-      state = CASE WHEN m.attempts >= m.max_attempts THEN 'dead' ELSE 'claimed' END,
-      attempts = least(m.attempts + 1, m.max_attempts),
-      claim_token = CASE WHEN m.attempts >= m.max_attempts THEN NULL ELSE $2::uuid END,
-      claimed_at = CASE WHEN m.attempts >= m.max_attempts THEN NULL ELSE $1 END,
-      lease_expires_at = CASE WHEN m.attempts >= m.max_attempts THEN NULL
-        ELSE $1::timestamptz + $3 * interval '1 millisecond' END,
-      dead_at = CASE WHEN m.attempts >= m.max_attempts THEN $1 END,
-      last_error = CASE WHEN m.attempts >= m.max_attempts
-        THEN 'attempts exhausted: the final attempt''s lease expired without an outcome '
-          || '(the drain crashed or was killed); previous error: '
-          || coalesce(m.last_error, 'none')
-        ELSE m.last_error END
-    -- = ANY(ARRAY(...)) rather than a join: on a small table the planner hashed a join
-    -- against a full scan; this always probes the primary key (docs/benchmarks.md).
-    WHERE m.id = ANY(ARRAY(SELECT id FROM due))
-    RETURNING ${CLAIMED_COLUMNS}, pg_column_size(m.payload) AS payload_bytes, m.due_at
-  ),
+  -- Rows whose attempts are spent are set aside below; they are counted here, from due, so the
+  -- update's rows go straight to the client.
   counted AS (
-    ${countOutcomes(quotedSchema, "(SELECT kind, 'dead' AS outcome FROM claimed WHERE state = 'dead')", '$1')}
+    ${countOutcomes(quotedSchema, "(SELECT kind, 'dead' AS outcome FROM due WHERE exhausted)", '$1')}
   )
-  -- payload_bytes: the payload's stored size, which bounds a settle write. due_ms: the due
-  -- time as epoch milliseconds, a float the driver reads without parsing a date; the last
-  -- row's, with its id, is where the next claim's scan may start.
-  SELECT ${CLAIMED_COLUMNS}, payload_bytes, date_part('epoch', due_at) * 1000 AS due_ms
-  FROM claimed ORDER BY due_at, id`;
+  UPDATE ${messages} m SET
+    state = CASE WHEN m.attempts >= m.max_attempts THEN 'dead' ELSE 'claimed' END,
+    attempts = least(m.attempts + 1, m.max_attempts),
+    claim_token = CASE WHEN m.attempts >= m.max_attempts THEN NULL ELSE $2::uuid END,
+    claimed_at = CASE WHEN m.attempts >= m.max_attempts THEN NULL ELSE $1 END,
+    lease_expires_at = CASE WHEN m.attempts >= m.max_attempts THEN NULL
+      ELSE $1::timestamptz + $3 * interval '1 millisecond' END,
+    dead_at = CASE WHEN m.attempts >= m.max_attempts THEN $1 END,
+    last_error = CASE WHEN m.attempts >= m.max_attempts
+      THEN 'attempts exhausted: the final attempt''s lease expired without an outcome '
+        || '(the drain crashed or was killed); previous error: '
+        || coalesce(m.last_error, 'none')
+      ELSE m.last_error END
+  -- = ANY(ARRAY(...)) rather than a join: on a small table the planner hashed a join
+  -- against a full scan; this always probes the primary key (docs/benchmarks.md).
+  WHERE m.id = ANY(ARRAY(SELECT id FROM due))
+  -- In the primary key's order, not due order: the store sorts them (see
+  -- PostgresOutboxStore.claim). payload_bytes: the payload's stored size, which bounds a
+  -- settle write. due_ms: the due time as epoch milliseconds, a float the driver reads without
+  -- parsing a date; the last row's in due order, with its id, is where the next claim's scan
+  -- may start.
+  RETURNING ${CLAIMED_COLUMNS}, pg_column_size(m.payload) AS payload_bytes,
+    date_part('epoch', m.due_at) * 1000 AS due_ms`;
 }
 
 /** How the statements are built beyond the schema. */
