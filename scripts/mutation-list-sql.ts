@@ -79,17 +79,29 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     tests: [CLAIM_CRASH_TEST],
   },
   {
-    name: 'drop the claim-token guard in the settle',
+    name: 'settle without proving the drain still owns the row',
     row: 8,
     edits: [
       {
         file: STATEMENTS,
-        find: 'WHERE m.id = o.id\n            AND m.claim_token = o.claim_token\n          LIMIT 1) m',
+        // Each outcome's row found by id alone, at whatever version it has now.
+        find: "SELECT o.*, o.outcome = 'delivered' AND m.dedupe_key IS NULL AS moves",
+        replace:
+          "SELECT o.id, m.ctid AS row_id, o.claim_token, o.outcome, o.due_at, o.error,\n          o.outcome = 'delivered' AND m.dedupe_key IS NULL AS moves",
+      },
+      {
+        file: STATEMENTS,
+        find: 'SELECT dedupe_key FROM',
+        replace: 'SELECT ctid, dedupe_key FROM',
+      },
+      {
+        file: STATEMENTS,
+        find: 'WHERE m.ctid = o.row_id\n            AND m.id = o.id\n            AND m.claim_token = o.claim_token\n          LIMIT 1) m',
         replace: 'WHERE m.id = o.id\n          LIMIT 1) m',
       },
       {
         file: STATEMENTS,
-        find: '\n          AND m.claim_token = ANY ($3::uuid[])',
+        find: '\n          AND m.claim_token = ANY ($4::uuid[])',
         replace: '',
       },
       {
@@ -262,8 +274,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: STATEMENTS,
-        find: 'due AS (SELECT id FROM ahead UNION ALL SELECT id FROM behind),',
-        replace: 'due AS (SELECT id FROM ahead),',
+        find: 'due AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),',
+        replace: 'due AS (SELECT * FROM ahead),',
       },
     ],
     tests: [

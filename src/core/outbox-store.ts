@@ -43,6 +43,11 @@ export interface ClaimedMessage {
   createdAt: Date;
   claimToken: string;
   /**
+   * Where the claim left the row, opaque to everyone but the store (PostgreSQL's ctid): the
+   * settle reads the row there instead of probing an index for it.
+   */
+  rowId: string;
+  /**
    * The payload's size as the table stores it, in bytes. A settle write's deliveries are
    * bounded by it ({@link MAX_SETTLE_PAYLOAD_BYTES}).
    */
@@ -87,8 +92,11 @@ export interface ClaimResult {
   last?: ClaimCursor;
 }
 
-/** What a settle needs of a claimed message: its row, the claim that owns it, its key and size. */
-export type SettledMessage = Pick<ClaimedMessage, 'id' | 'key' | 'claimToken' | 'payloadBytes'>;
+/** What a settle needs of a claimed message: where its row is, the claim that owns it, its key and size. */
+export type SettledMessage = Pick<
+  ClaimedMessage,
+  'id' | 'key' | 'claimToken' | 'rowId' | 'payloadBytes'
+>;
 
 /** One claimed message's outcome, to be recorded. */
 export interface SettleRequest {

@@ -34,8 +34,8 @@ export const ARCHIVED_COLUMNS = `m.id, m.key, m.kind, m.payload, m.ordering_key,
 
 /**
  * The settle's step (a CTE over `moved`, the rows its delete took) that appends those messages
- * to delivered history as ONE group, stamped with the settle's time ($7), none when it delivered
- * nothing. The group's ids ($8, an int8multirange) and key range ($9 to $10) come with the
+ * to delivered history as ONE group, stamped with the settle's time ($8), none when it delivered
+ * nothing. The group's ids ($9, an int8multirange) and key range ($10 to $11) come with the
  * statement, from {@link historyBounds} over the settle's deliveries: the drain has them at
  * hand, and aggregating them here (range_agg, and keys compared as text, since PostgreSQL has
  * no min or max for uuid) cost more server CPU than the rest of the group (docs/benchmarks.md).
@@ -49,8 +49,8 @@ export const ARCHIVED_COLUMNS = `m.id, m.key, m.kind, m.payload, m.ordering_key,
 export function archiveMoved(quotedSchema: string): string {
   return `archived AS (
         INSERT INTO ${quotedSchema}.delivered_groups (delivered_at, size, ids, keys, messages)
-        SELECT $7::timestamptz, count(*), $8::int8multirange,
-          ${quotedSchema}.message_key_range($9::uuid, $10::uuid, '[]'),
+        SELECT $8::timestamptz, count(*), $9::int8multirange,
+          ${quotedSchema}.message_key_range($10::uuid, $11::uuid, '[]'),
           array_agg(ROW(id, key, kind, payload, ordering_key, attempts, max_attempts, due_at,
             last_error, created_at)::${quotedSchema}.delivered_message)
         FROM moved

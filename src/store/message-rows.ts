@@ -57,6 +57,8 @@ export type ClaimedRow = Pick<
   | 'created_at'
   | 'state'
 > & {
+  /** The ctid of the row version the claim wrote, as text: `(page,item)`. */
+  row_id: string;
   /** pg_column_size of the payload (int4). */
   payload_bytes: number | string;
   /** The row's due time as epoch milliseconds (float8: a number, or text from some drivers). */
@@ -74,6 +76,7 @@ export function claimedFromRow(row: ClaimedRow, claimToken: string): ClaimedMess
     maxAttempts: Number(row.max_attempts),
     createdAt: toDate(row.created_at),
     claimToken,
+    rowId: row.row_id,
     payloadBytes: Number(row.payload_bytes),
   };
 }

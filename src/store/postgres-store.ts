@@ -295,6 +295,7 @@ export function settleParameters(
   keepDelivered: boolean,
 ): unknown[] {
   const ids: string[] = [];
+  const rowIds: string[] = [];
   const tokenNumbers: number[] = [];
   const tokens: string[] = [];
   const numberOf = new Map<string, number>();
@@ -304,6 +305,7 @@ export function settleParameters(
   const delivered: SettledMessage[] = [];
   for (const { message, settlement } of requests) {
     ids.push(message.id);
+    rowIds.push(message.rowId);
     let tokenNumber = numberOf.get(message.claimToken);
     if (tokenNumber === undefined) {
       tokenNumber = tokens.push(message.claimToken);
@@ -323,7 +325,7 @@ export function settleParameters(
     );
     if (settlement.outcome === 'delivered') delivered.push(message);
   }
-  const params: unknown[] = [ids, tokenNumbers, tokens, outcomes, dueTimes, errors, now];
+  const params: unknown[] = [ids, rowIds, tokenNumbers, tokens, outcomes, dueTimes, errors, now];
   if (keepDelivered) {
     const bounds = historyBounds(delivered);
     params.push(bounds?.ids ?? null, bounds?.smallestKey ?? null, bounds?.largestKey ?? null);

@@ -175,11 +175,12 @@ function claimStatement(
   -- against a full scan; this always probes the primary key (docs/benchmarks.md).
   WHERE m.id = ANY(ARRAY(SELECT id FROM due))
   -- In the primary key's order, not due order: the store sorts them (see
-  -- PostgresOutboxStore.claim). payload_bytes: the payload's stored size, which bounds a
-  -- settle write. due_ms: the due time as epoch milliseconds, a float the driver reads without
+  -- PostgresOutboxStore.claim). row_id: where this update left the row (the new version's
+  -- ctid), which the settle reads without an index probe. payload_bytes: the payload's stored
+  -- size, which bounds a settle write. due_ms: the due time as epoch milliseconds, a float the driver reads without
   -- parsing a date; the last row's in due order, with its id, is where the next claim's scan
   -- may start.
-  RETURNING ${CLAIMED_COLUMNS}, pg_column_size(m.payload) AS payload_bytes,
+  RETURNING ${CLAIMED_COLUMNS}, m.ctid AS row_id, pg_column_size(m.payload) AS payload_bytes,
     date_part('epoch', m.due_at) * 1000 AS due_ms`;
 }
 
@@ -229,11 +230,12 @@ export function outboxStatements(
     claimMessagesByKey: claimStatement(quotedSchema, 'keys'),
 
     /**
-     * $1 ids, $2 each outcome's claim token as a number from 1 into $3 (a group's outcomes come
-     * from a few claims, so each token is written and parsed once, not once per outcome),
-     * $4 outcomes ('delivered' | 'retry' | 'dead' | 'release'), $5 next due times (retry,
-     * release), $6 errors, $7 now; with delivered history also $8 the delivered ids as an
-     * int8multirange and $9, $10 their smallest and largest key (see archiveMoved).
+     * $1 ids, $2 the row version each claim returned (ctid), $3 each outcome's claim token as a
+     * number from 1 into $4 (a group's outcomes come from a few claims, so each token is written
+     * and parsed once, not once per outcome), $5 outcomes ('delivered' | 'retry' | 'dead' |
+     * 'release'), $6 next due times (retry, release), $7 errors, $8 now; with delivered history
+     * also $9 the delivered ids as an int8multirange and $10, $11 their smallest and largest key
+     * (see archiveMoved).
      *
      * Every outcome of a batch in one statement. The token in the WHERE clause proves this drain
      * still owns each claim: a row whose lease expired and that another drain re-claimed has a
@@ -251,29 +253,34 @@ export function outboxStatements(
      * and make the planner expect one row in messages. A join it could turn around then read
      * all of messages and rescanned the outcomes for each row: a group of 1,200 outcomes took
      * 340 ms instead of 6, and one of a few thousand 11 minutes (docs/benchmarks.md). So each
-     * outcome finds its row by a probe of the primary key from the outcome's side, and the
-     * writes take rows by ctid (test/store/settle-plan.test.ts).
+     * outcome reads its row from the outcome's side, by the ctid its claim returned (a probe of
+     * the primary key cost five times as much), and the writes take rows by ctid
+     * (test/store/settle-plan.test.ts).
      */
     settleClaimedMessages: `
       WITH o AS (
-        SELECT o.id, ($3::uuid[])[o.token] AS claim_token, o.outcome, o.due_at, o.error
-        FROM unnest($1::bigint[], $2::integer[], $4::text[], $5::timestamptz[], $6::text[])
-          AS o(id, token, outcome, due_at, error)
+        SELECT o.id, o.row_id, ($4::uuid[])[o.token] AS claim_token, o.outcome, o.due_at,
+          o.error
+        FROM unnest($1::bigint[], $2::tid[], $3::integer[], $5::text[], $6::timestamptz[],
+          $7::text[]) AS o(id, row_id, token, outcome, due_at, error)
       ),
-      -- Each outcome's row, if this drain still owns it, found from the outcome's side: the
-      -- LATERAL subquery keeps the outcomes outer (its LIMIT keeps the planner from folding it
-      -- into a join it may turn around), so messages is probed by primary key once per
-      -- outcome whatever its statistics say. Outcomes without a row here are stale.
+      -- Each outcome's row, if this drain still owns it, read where the claim left it: a TID
+      -- scan per outcome, one heap fetch whatever the statistics say. The LATERAL subquery keeps
+      -- the outcomes outer (its LIMIT keeps the planner from folding it into a join it may turn
+      -- around). A row another drain re-claimed since has a new version elsewhere, and the old
+      -- one is no longer visible: the outcome is stale, as is any whose row has moved (VACUUM
+      -- FULL rewrote the table), whose lease then runs out and which goes out again.
       owned AS (
-        SELECT o.*, m.ctid AS row_id, o.outcome = 'delivered' AND m.dedupe_key IS NULL AS moves
+        SELECT o.*, o.outcome = 'delivered' AND m.dedupe_key IS NULL AS moves
         FROM o CROSS JOIN LATERAL (
-          SELECT ctid, dedupe_key FROM ${messages} m
-          WHERE m.id = o.id
+          SELECT dedupe_key FROM ${messages} m
+          WHERE m.ctid = o.row_id
+            AND m.id = o.id
             AND m.claim_token = o.claim_token
           LIMIT 1) m
       ),
-      -- The delete and the update take their rows by the ctids found above (a TID scan, never a
-      -- scan of messages) and name the claim token again (the delete: one of this settle's, each
+      -- The delete and the update take their rows by those ctids (a TID scan, never a scan of
+      -- messages) and name the claim token again (the delete: one of this settle's, each
       -- matched to its own row above). A row another drain re-claimed since has a new version
       -- with another token, which the re-check under READ COMMITTED refuses: the outcome is
       -- stale. The ctid alone is not enough: before PostgreSQL's fix dee21ea (minor releases
@@ -281,7 +288,7 @@ export function outboxStatements(
       moved AS (
         DELETE FROM ${messages} m
         WHERE m.ctid = ANY (ARRAY(SELECT row_id FROM owned WHERE moves))
-          AND m.claim_token = ANY ($3::uuid[])
+          AND m.claim_token = ANY ($4::uuid[])
         RETURNING ${keepDelivered ? ARCHIVED_COLUMNS : 'm.id, m.kind'}
       ),
       ${keepDelivered ? archiveMoved(quotedSchema) : ''}
@@ -298,8 +305,8 @@ export function outboxStatements(
           lease_expires_at = NULL,
           attempts = CASE WHEN o.outcome = 'release' THEN m.attempts - 1 ELSE m.attempts END,
           due_at = CASE WHEN o.outcome IN ('retry', 'release') THEN o.due_at ELSE m.due_at END,
-          delivered_at = CASE WHEN o.outcome = 'delivered' THEN $7::timestamptz END,
-          dead_at = CASE WHEN o.outcome = 'dead' THEN $7::timestamptz END,
+          delivered_at = CASE WHEN o.outcome = 'delivered' THEN $8::timestamptz END,
+          dead_at = CASE WHEN o.outcome = 'dead' THEN $8::timestamptz END,
           last_error = CASE WHEN o.outcome IN ('retry', 'dead') THEN o.error ELSE m.last_error END
         FROM owned o
         WHERE m.ctid = ANY (ARRAY(SELECT row_id FROM owned WHERE NOT moves))
@@ -313,7 +320,7 @@ export function outboxStatements(
           quotedSchema,
           `(SELECT kind, 'delivered' AS outcome FROM moved
             UNION ALL SELECT kind, outcome FROM updated)`,
-          '$7',
+          '$8',
         )}
       )
       -- Only the outcomes that changed nothing (stale: another drain owns the row now), so a

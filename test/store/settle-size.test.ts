@@ -139,10 +139,10 @@ describe('a history group whose bounds cover a stale delivery', () => {
     const [first, middle, last] = claimed;
     // Another drain took the middle row over (its lease passed): its delivery here is stale.
     const otherToken = crypto.randomUUID();
-    await database.pool.query(`UPDATE ${schema}.messages SET claim_token = $2 WHERE id = $1`, [
-      middle!.id,
-      otherToken,
-    ]);
+    const { rows: taken } = await database.pool.query<{ row_id: string }>(
+      `UPDATE ${schema}.messages SET claim_token = $2 WHERE id = $1 RETURNING ctid AS row_id`,
+      [middle!.id, otherToken],
+    );
     const settled = await store.settle(
       claimed.map((message) => ({ message, settlement: delivered() })),
       new Date(),
@@ -150,7 +150,12 @@ describe('a history group whose bounds cover a stale delivery', () => {
     expect(settled.stale).toEqual([middle!.id]);
     // The other drain delivers it in a group of its own.
     const late = await store.settle(
-      [{ message: { ...middle!, claimToken: otherToken }, settlement: delivered() }],
+      [
+        {
+          message: { ...middle!, claimToken: otherToken, rowId: taken[0]!.row_id },
+          settlement: delivered(),
+        },
+      ],
       new Date(),
     );
     expect(late.stale).toEqual([]);
