@@ -325,8 +325,10 @@ export function outboxStatements(
       )
       -- Only the outcomes that changed nothing (stale: another drain owns the row now), so a
       -- group normally returns no rows at all for the driver to read. Looked for only when
-      -- fewer rows changed than there were outcomes: the usual group skips the search.
-      SELECT o.id FROM o
+      -- fewer rows changed than there were outcomes: the usual group skips the search. The ids
+      -- are read from $1 again rather than from o, which owned is then the only one to read, so
+      -- o is not stored.
+      SELECT o.id FROM unnest($1::bigint[]) AS o(id)
       WHERE (SELECT count(*) FROM moved) + (SELECT count(*) FROM updated) < cardinality($1::bigint[])
         AND o.id NOT IN (SELECT id FROM moved UNION ALL SELECT id FROM updated)`,
 
