@@ -264,6 +264,32 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     ],
   },
   {
+    name: 'a settle write takes every waiting outcome, whatever its size',
+    row: 21,
+    edits: [
+      {
+        file: 'src/core/settle-groups.ts',
+        find: '  const most = Math.min(waiting.length, MAX_SETTLE_OUTCOMES);',
+        replace: '  const most = waiting.length;',
+      },
+      {
+        file: 'src/core/settle-groups.ts',
+        find: '    if (bytes >= MAX_SETTLE_PAYLOAD_BYTES) return taken + 1;\n',
+        replace: '',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/settle-size.test.ts',
+        name: 'a drain writes outcomes that piled up in settles of at most 1,000, one history group each',
+      },
+      {
+        file: 'test/store/settle-size.test.ts',
+        name: 'a drain writes large payloads in settles of about 8 MB of payload at most',
+      },
+    ],
+  },
+  {
     name: 'kick before the commit',
     row: 19,
     edits: [
