@@ -45,10 +45,11 @@ export interface OutboxOptions {
    * Keep each delivered message in delivered history until purge: the dashboard's and
    * `list --state delivered`'s history, find by key, and `stats().delivered`. Default true.
    * History keeps one row per settle group (`delivered_groups`), so it costs a delivery about
-   * 27 B of write-ahead log and 5 to 9 µs of server CPU, a tenth to a sixth of its server CPU
-   * (docs/benchmarks.md, "History by settle group"). false: a delivered message is only deleted
-   * at settle (the per-minute counters still count it). Messages with a dedupe key stay as delivered rows until purge either way,
-   * so their key stays taken.
+   * 27 B of write-ahead log and a seventh of its server CPU (5.6 µs in the bench), most of it
+   * compressing the group, less where the server has lz4 (docs/benchmarks.md, "The statements,
+   * instruction by instruction"). false: a delivered message is only deleted at settle (the
+   * per-minute counters still count it). Messages with a dedupe key stay as delivered rows until
+   * purge either way, so their key stays taken.
    */
   keepDelivered?: boolean;
 }

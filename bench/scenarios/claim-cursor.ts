@@ -87,7 +87,7 @@ export const claimCursorScenario: Scenario = {
         },
         {
           scenario: '10',
-          label: 'same, from the cursor (a drain past 50,000 claimed rows)',
+          label: 'same, from the cursor (a drain claiming a backlog)',
           unit: 'ms',
           better: 'lower',
           values: { 'outbox-relay': measurement(times.cursor) },

@@ -113,7 +113,7 @@ export class SettleGroups {
 /**
  * How many of the waiting outcomes, oldest first, one write takes: at most MAX_SETTLE_OUTCOMES,
  * and deliveries up to MAX_SETTLE_PAYLOAD_BYTES of payload (the one that passes it included).
- * What is left waits for the next write, which starts as soon as this one is done.
+ * What is left waits for the next write.
  */
 function writable(waiting: readonly SettleRequest[]): number {
   const most = Math.min(waiting.length, MAX_SETTLE_OUTCOMES);
