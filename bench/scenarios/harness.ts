@@ -91,6 +91,8 @@ export interface DrainCase {
   style?: 'run-once' | 'worker';
   /** Polling workers that cannot keep up are cut off here and rated on what they delivered. */
   timeLimitMs?: number;
+  /** Spread the messages over this many ordering keys (see EnqueueOptions). */
+  orderingKeys?: number;
 }
 
 export interface DrainMeasurement {
@@ -137,7 +139,7 @@ export async function measureDrain(
   try {
     const { handle } = database;
     const enqueueStartedAt = performance.now();
-    await handle.enqueue(drainCase.messages);
+    await handle.enqueue(drainCase.messages, { orderingKeys: drainCase.orderingKeys });
     const enqueueMs = performance.now() - enqueueStartedAt;
     await context.vacuumAnalyze(database.url, await handle.tables());
 

@@ -9,6 +9,7 @@ import { deliveryLatencyScenario } from './delivery-latency.js';
 import { drainMemoryScenario } from './drain-memory.js';
 import { enqueueOverheadScenario } from './enqueue-overhead.js';
 import { noOpDrainScenario } from './no-op-drain.js';
+import { orderingKeysScenario } from './ordering-keys.js';
 import { slowReceiverScenario } from './slow-receiver.js';
 import { sqlLatencyScenario } from './sql-latency.js';
 import { tableHealthScenario } from './table-health.js';
@@ -25,6 +26,7 @@ export const SCENARIOS: readonly Scenario[] = [
   sqlLatencyScenario,
   crashDuplicatesScenario,
   claimCursorScenario,
+  orderingKeysScenario,
 ];
 
 /** Whether BENCH_ONLY (already lower-cased) selects this scenario; null selects all. */

@@ -21,6 +21,7 @@ import {
   type DrainRequest,
   type DrainResult,
   ENQUEUE_CHUNK,
+  orderingKeyOf,
   type QueueHandle,
   type QueueSystem,
 } from './types.js';
@@ -91,7 +92,8 @@ export function openOutboxHandle(
   const store = outbox.store(executor);
   const direct = pgExecutor(pool);
   return {
-    async enqueue(count) {
+    async enqueue(count, options) {
+      const keys = options?.orderingKeys;
       for (let start = 0; start < count; start += ENQUEUE_CHUNK) {
         const size = Math.min(ENQUEUE_CHUNK, count - start);
         await outbox.enqueue(
@@ -99,6 +101,7 @@ export function openOutboxHandle(
           Array.from({ length: size }, (_, i) => ({
             kind: BENCH_KIND,
             payload: benchPayload(start + i),
+            orderingKey: keys === undefined ? undefined : orderingKeyOf(start + i, keys),
           })),
         );
       }

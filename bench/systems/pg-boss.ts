@@ -16,7 +16,13 @@ import PgBoss from 'pg-boss';
 import { forEachWithConcurrency, sleep } from '../lib/concurrency.js';
 import { packageVersion } from '../lib/machine.js';
 import { benchPool } from '../lib/postgres.js';
-import { benchPayload, ENQUEUE_CHUNK, type QueueHandle, type QueueSystem } from './types.js';
+import {
+  benchPayload,
+  ENQUEUE_CHUNK,
+  type QueueHandle,
+  type QueueSystem,
+  refuseOrderingKeys,
+} from './types.js';
 
 export const PG_BOSS_QUEUE = 'bench_event';
 
@@ -73,7 +79,8 @@ export const pgBossSystem: QueueSystem = {
     };
 
     return {
-      async enqueue(count) {
+      async enqueue(count, options) {
+        refuseOrderingKeys('pg-boss', options);
         for (let start = 0; start < count; start += ENQUEUE_CHUNK) {
           const size = Math.min(ENQUEUE_CHUNK, count - start);
           await boss.insert(

@@ -19,7 +19,13 @@
 import pg from 'pg';
 import { forEachWithConcurrency } from '../lib/concurrency.js';
 import { benchPool } from '../lib/postgres.js';
-import { benchPayload, ENQUEUE_CHUNK, type QueueHandle, type QueueSystem } from './types.js';
+import {
+  benchPayload,
+  ENQUEUE_CHUNK,
+  type QueueHandle,
+  type QueueSystem,
+  refuseOrderingKeys,
+} from './types.js';
 
 /**
  * Room left on each page for the claim's new row version, so it can be a HOT update. Measured
@@ -93,7 +99,8 @@ export const sqlFloorSystem: QueueSystem = {
   async open(url): Promise<QueueHandle> {
     const pool = benchPool(url, 10);
     return {
-      async enqueue(count) {
+      async enqueue(count, options) {
+        refuseOrderingKeys('sql-floor', options);
         for (let start = 0; start < count; start += ENQUEUE_CHUNK) {
           const size = Math.min(ENQUEUE_CHUNK, count - start);
           const payloads = Array.from({ length: size }, (_, i) =>

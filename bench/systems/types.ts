@@ -9,6 +9,33 @@ import type { SendPayload } from '../lib/receiver.js';
 export const SYSTEM_IDS = ['outbox-relay', 'pg-boss', 'graphile-worker', 'sql-floor'] as const;
 export type SystemId = (typeof SYSTEM_IDS)[number];
 
+export interface EnqueueOptions {
+  /**
+   * Spread the messages over this many ordering keys, round robin (outbox-relay `orderingKey`,
+   * graphile-worker `queueName`): each key's messages go out one at a time, in order. Only the
+   * systems in ORDERING_SYSTEMS take it; the others throw.
+   */
+  orderingKeys?: number;
+}
+
+/** The systems with messages that go out one at a time per key, in order. */
+export const ORDERING_SYSTEMS = [
+  'outbox-relay',
+  'graphile-worker',
+] as const satisfies readonly SystemId[];
+
+/** The ordering key (or queue name) of message `index` of `keys`. */
+export function orderingKeyOf(index: number, keys: number): string {
+  return `key-${index % keys}`;
+}
+
+/** For the systems that have no ordering keys. */
+export function refuseOrderingKeys(system: string, options: EnqueueOptions | undefined): void {
+  if (options?.orderingKeys !== undefined) {
+    throw new Error(`${system} adapter: no ordering keys (see ORDERING_SYSTEMS)`);
+  }
+}
+
 export interface DrainRequest {
   /** Messages due when the drain starts; it is done when all are delivered. */
   expected: number;
@@ -37,7 +64,7 @@ export interface DrainResult {
 /** One open connection to a system installed in one database. */
 export interface QueueHandle {
   /** Writes `count` due messages, 1,000 per statement (each system's bulk insert). */
-  enqueue(count: number): Promise<void>;
+  enqueue(count: number, options?: EnqueueOptions): Promise<void>;
   drain(request: DrainRequest): Promise<DrainResult>;
   /** Messages not finished yet (due, or claimed and not settled). */
   unfinished(): Promise<number>;
