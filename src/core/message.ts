@@ -17,8 +17,9 @@ export interface NewMessage<Payload = JsonValue> {
   kind: string;
   payload: Payload;
   /**
-   * The stable ID receivers use to drop duplicates. Generated (UUID v4) when omitted; pass your
-   * own UUID when the caller already has an idempotency key for this side effect.
+   * The stable ID receivers use to drop duplicates. Made by the outbox's `newId` when omitted
+   * (a time-ordered UUID v7 by default); pass your own UUID when the caller already has an
+   * idempotency key for this side effect.
    */
   key?: string;
   /** Messages sharing an ordering key are delivered one at a time, in enqueue order. */
