@@ -11,6 +11,7 @@ import {
 } from './mutation.js';
 
 const STATEMENTS = 'src/store/statements.ts';
+const CLAIM_STATEMENTS = 'src/store/claim-statements.ts';
 const OPERATOR_STATEMENTS = 'src/store/operator-statements.ts';
 const SKIP_LOCKED_TEST: NamedTest = {
   file: 'test/store/skip-locked.test.ts',
@@ -40,13 +41,15 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
   {
     name: 'drop SKIP LOCKED',
     row: 4,
-    edits: [{ file: STATEMENTS, find: 'FOR UPDATE OF m SKIP LOCKED', replace: 'FOR UPDATE OF m' }],
+    edits: [
+      { file: CLAIM_STATEMENTS, find: 'FOR UPDATE OF m SKIP LOCKED', replace: 'FOR UPDATE OF m' },
+    ],
     tests: [SKIP_LOCKED_TEST],
   },
   {
     name: 'drop FOR UPDATE',
     row: 4,
-    edits: [{ file: STATEMENTS, find: 'FOR UPDATE OF m SKIP LOCKED', replace: '' }],
+    edits: [{ file: CLAIM_STATEMENTS, find: 'FOR UPDATE OF m SKIP LOCKED', replace: '' }],
     tests: [
       drainTest('8 overlapping drains over 10,000 messages send every key exactly once'),
       // Deterministic where the overlap above is a (near-certain) race: without the row lock in
@@ -59,7 +62,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     row: 4,
     edits: [
       {
-        file: STATEMENTS,
+        file: CLAIM_STATEMENTS,
         find: "AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= $1))",
         replace: "AND (m.state = 'pending' OR m.state = 'claimed')",
       },
@@ -71,7 +74,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     row: 6,
     edits: [
       {
-        file: STATEMENTS,
+        file: CLAIM_STATEMENTS,
         find: "AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= $1))",
         replace: "AND (m.state = 'pending')",
       },
@@ -146,7 +149,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     row: 11,
     edits: [
       {
-        file: STATEMENTS,
+        file: CLAIM_STATEMENTS,
         find: 'AND (m.ordering_key IS NULL OR NOT EXISTS (',
         replace: 'AND (m.ordering_key IS NULL OR true OR NOT EXISTS (',
       },
@@ -158,7 +161,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     row: 12,
     edits: [
       {
-        file: STATEMENTS,
+        file: CLAIM_STATEMENTS,
         find: "OR (earlier.state = 'dead' AND $4::boolean))",
         replace: "OR (earlier.state = 'dead' AND $4::boolean AND false))",
       },
@@ -170,7 +173,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     row: 13,
     edits: [
       {
-        file: STATEMENTS,
+        file: CLAIM_STATEMENTS,
         find: 'attempts = least(m.attempts + 1, m.max_attempts),',
         replace: 'attempts = m.attempts,',
       },
@@ -251,7 +254,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     row: 20,
     edits: [
       {
-        file: STATEMENTS,
+        file: CLAIM_STATEMENTS,
         find: "'AND (m.due_at, m.id) > (SELECT due_at, id FROM cursor)'",
         replace: "''",
       },
@@ -273,7 +276,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     row: 20,
     edits: [
       {
-        file: STATEMENTS,
+        file: CLAIM_STATEMENTS,
         find: 'due AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),',
         replace: 'due AS (SELECT * FROM ahead),',
       },

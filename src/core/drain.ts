@@ -175,7 +175,7 @@ function claimIfLow(run: DrainRun, settles: SettleGroups): void {
   // work that came due meanwhile, such as the next message of an ordering key whose head was
   // just sent), and stop at the first claim that finds nothing while every row claimed before
   // it was recorded. A claim after a cursor that comes back short has looked from the start of
-  // the due order too (see claimStatement).
+  // the due order too (see claimStatement, src/store/claim-statements.ts).
   const idle = !run.moreDue;
   if (idle) {
     if (!run.lastClaimFound) run.claimsOver = true;

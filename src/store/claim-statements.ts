@@ -1,0 +1,136 @@
+/**
+ * The drain's claim: due rows, head of their ordering key, locked with SKIP LOCKED and leased in
+ * one statement. Built per schema and limit by outboxStatements (statements.ts).
+ */
+import { CLAIMED_COLUMNS } from './message-columns.js';
+import { countOutcomes } from './outcome-counts.js';
+
+/** Claim texts kept per limit; past this many distinct limits, the kept ones are forgotten. */
+const CLAIM_TEXTS_KEPT = 8;
+
+/** The due-rows claim by limit and cursor, each text built once. */
+export function claimStatements(quotedSchema: string): (limit: number, after?: boolean) => string {
+  const texts = new Map<string, string>();
+  return (limit, after = false) => {
+    const name = `${limit}${after ? ' after' : ''}`;
+    let text = texts.get(name);
+    if (text === undefined) {
+      if (texts.size >= CLAIM_TEXTS_KEPT) texts.clear();
+      text = claimStatement(quotedSchema, { limit, after });
+      texts.set(name, text);
+    }
+    return text;
+  };
+}
+
+/**
+ * $1 now, $2 claim token, $3 lease ms, $4 whether a dead message blocks later messages with
+ * its ordering key, $5 the kinds this drain has senders for (a drain never claims what it
+ * cannot send); by key also $6 the keys and $7 the limit; after a cursor, $6 its due time and
+ * $7 its id.
+ *
+ * After a cursor, the rows after it in due order come first, and only if they do not fill the
+ * batch are rows from the start of the due order taken too. Settle deletes delivered rows, but
+ * their index entries stay at the head of messages_claimable until a vacuum removes them, and
+ * a scan from the start steps over every one: with 290,000 delivered since the last vacuum a
+ * claim of 100 took 6.0 ms from the start and 3.3 ms from the cursor (docs/benchmarks.md,
+ * scenario 10). Starting at the cursor skips them; the second scan
+ * runs only when the first comes back short (a LIMIT of 0 never starts its scan), so a short
+ * claim has still looked at every due row, and the drain's rule that a short claim means
+ * nothing more was due holds.
+ *
+ * FOR UPDATE SKIP LOCKED: overlapping drains each lock different rows and never wait on each
+ * other; a row another drain is claiming right now is simply not ours. The UPDATE in the same
+ * statement makes the claim visible the moment this statement commits, with a fresh token
+ * and a lease (lease_expires_at = now + lease), and counts the attempt. A claimed row whose
+ * lease has passed is claimable again (its drain died). A row whose attempts are already
+ * spent (its final drain died holding it) is set aside as dead here instead of being sent
+ * again. The ordering check lets only the head of each ordering key through: nothing
+ * earlier with that key may still be pending or claimed (or dead, when dead heads block).
+ *
+ * The UPDATE changes no indexed column and no column of an index predicate (state,
+ * attempts, token, claimed_at and the lease are in none), so with room on the page it is a
+ * HOT update: one small row version, no index entries. due_at keeps the due time, so rows
+ * claimed right now stay at the head of messages_claimable and the scan steps over them;
+ * they are at most the batches in flight.
+ */
+export function claimStatement(
+  quotedSchema: string,
+  target: { limit: number; after: boolean } | 'keys',
+): string {
+  if (target !== 'keys' && !(Number.isSafeInteger(target.limit) && target.limit > 0)) {
+    throw new RangeError(`claim limit must be a whole number above 0, got ${target.limit}`);
+  }
+  const messages = `${quotedSchema}.messages`;
+  const dueRows = (where: string, limit: string) => `
+    SELECT m.id, m.kind, m.attempts >= m.max_attempts AS exhausted
+    FROM ${messages} m
+    WHERE m.delivered_at IS NULL AND m.dead_at IS NULL
+      AND m.due_at <= $1
+      AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= $1))
+      AND m.kind = ANY($5::text[])
+      ${where}
+      AND (m.ordering_key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM ${messages} earlier
+        WHERE earlier.ordering_key = m.ordering_key
+          AND earlier.id < m.id
+          AND (earlier.state IN ('pending', 'claimed')
+            OR (earlier.state = 'dead' AND $4::boolean))
+          -- Implied by the line above, but spelled out so the planner can use the partial
+          -- index messages_ordering_unfinished.
+          AND earlier.delivered_at IS NULL))
+    ORDER BY m.due_at, m.id
+    LIMIT ${limit}
+    FOR UPDATE OF m SKIP LOCKED`;
+  let due: string;
+  if (target === 'keys') {
+    due = `due AS (${dueRows('AND m.key = ANY($6::uuid[])', '$7')}
+  ),`;
+  } else if (target.after) {
+    // The cursor is read through a CTE, so no plan knows its value and PostgreSQL keeps the
+    // generic plan after its five custom ones. As a bare parameter, custom plans costed from its
+    // value: in a backlog of 30,000, 1,845 near the start up to 25,116 near the end, against the
+    // generic plan's 3,991. A connection whose first claims came early kept planning every
+    // claim, about 3 million instructions each (test/store/claim-plan.test.ts).
+    due = `cursor AS MATERIALIZED (SELECT $6::timestamptz AS due_at, $7::bigint AS id),
+  ahead AS (${dueRows('AND (m.due_at, m.id) > (SELECT due_at, id FROM cursor)', String(target.limit))}
+  ),
+  behind AS (${dueRows('AND (m.due_at, m.id) <= (SELECT due_at, id FROM cursor)', `${target.limit} - (SELECT count(*) FROM ahead)`)}
+  ),
+  due AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),`;
+  } else {
+    due = `due AS (${dueRows('', String(target.limit))}
+  ),`;
+  }
+  return `
+  WITH ${due}
+  -- Rows whose attempts are spent are set aside below; they are counted here, from due, so the
+  -- update's rows go straight to the client.
+  counted AS (
+    ${countOutcomes(quotedSchema, "(SELECT kind, 'dead' AS outcome FROM due WHERE exhausted)", '$1')}
+  )
+  UPDATE ${messages} m SET
+    state = CASE WHEN m.attempts >= m.max_attempts THEN 'dead' ELSE 'claimed' END,
+    attempts = least(m.attempts + 1, m.max_attempts),
+    claim_token = CASE WHEN m.attempts >= m.max_attempts THEN NULL ELSE $2::uuid END,
+    claimed_at = CASE WHEN m.attempts >= m.max_attempts THEN NULL ELSE $1 END,
+    lease_expires_at = CASE WHEN m.attempts >= m.max_attempts THEN NULL
+      ELSE $1::timestamptz + $3 * interval '1 millisecond' END,
+    dead_at = CASE WHEN m.attempts >= m.max_attempts THEN $1 END,
+    last_error = CASE WHEN m.attempts >= m.max_attempts
+      THEN 'attempts exhausted: the final attempt''s lease expired without an outcome '
+        || '(the drain crashed or was killed); previous error: '
+        || coalesce(m.last_error, 'none')
+      ELSE m.last_error END
+  -- = ANY(ARRAY(...)) rather than a join: on a small table the planner hashed a join
+  -- against a full scan; this always probes the primary key (docs/benchmarks.md).
+  WHERE m.id = ANY(ARRAY(SELECT id FROM due))
+  -- In the primary key's order, not due order: the store sorts them (see
+  -- PostgresOutboxStore.claim). row_id: where this update left the row (the new version's
+  -- ctid), which the settle reads without an index probe. payload_bytes: the payload's stored
+  -- size, which bounds a settle write. due_ms: the due time as epoch milliseconds, a float the driver reads without
+  -- parsing a date; the last row's in due order, with its id, is where the next claim's scan
+  -- may start.
+  RETURNING ${CLAIMED_COLUMNS}, m.ctid AS row_id, pg_column_size(m.payload) AS payload_bytes,
+    date_part('epoch', m.due_at) * 1000 AS due_ms`;
+}
