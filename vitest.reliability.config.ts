@@ -6,6 +6,9 @@ import { defineConfig } from 'vitest/config';
  * ends with the summary table its reporter prints and writes to test-artifacts/.
  */
 export default defineConfig({
+  // As in vitest.config.ts: fixtures import the package by name ('outbox-relay'), which
+  // tsconfig.json's `paths` map to sources, so this suite needs no built dist/.
+  resolve: { tsconfigPaths: true },
   test: {
     include: ['test/reliability/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
