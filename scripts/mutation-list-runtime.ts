@@ -290,6 +290,24 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     ],
   },
   {
+    name: "store a sender's error as it came",
+    row: 22,
+    edits: [
+      {
+        file: 'src/core/settlement.ts',
+        find: 'return storableText(error, MAX_ERROR_LENGTH) as ErrorText;',
+        replace: 'return error as ErrorText;',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/senders/hostile-receivers.test.ts',
+        name: "a custom sender's error with NUL, lone surrogates or 1 MiB of control characters is stored readable, beside deliveries in the same settle",
+        driver: 'node-pg',
+      },
+    ],
+  },
+  {
     name: 'kick before the commit',
     row: 19,
     edits: [

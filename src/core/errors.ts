@@ -107,10 +107,18 @@ export function isRetryableDeliveryError(error: unknown): error is RetryableDeli
   return isOutboxError(error) && error.code === 'OUTBOX_RETRYABLE_DELIVERY';
 }
 
-/** A one-line description of any thrown value, for logs and the `last_error` column. */
+/**
+ * A description of any thrown value, for logs and the `last_error` column (where settlement.ts
+ * makes it storable). Never throws: a sender may reject with anything, even a value whose
+ * `message` getter or string conversion throws, and its message must still be settled.
+ */
 export function describeError(error: unknown): string {
-  if (error instanceof Error) {
-    return error.message ? `${error.name}: ${error.message}` : error.name;
+  try {
+    if (error instanceof Error) {
+      return error.message ? `${error.name}: ${error.message}` : String(error.name);
+    }
+    return String(error);
+  } catch {
+    return 'a thrown value that cannot be turned into text';
   }
-  return String(error);
 }

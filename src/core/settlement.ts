@@ -2,25 +2,43 @@
  * What became of one claimed message. Built only through the constructors below, so an outcome
  * that makes no sense (a retry with no time, a delivery with an error) does not type-check.
  */
+import { storableText } from './storable-text.js';
+
 export type Settlement =
   | { readonly outcome: 'delivered' }
-  | { readonly outcome: 'retry'; readonly at: Date; readonly error: string }
-  | { readonly outcome: 'dead'; readonly reason: string }
+  | { readonly outcome: 'retry'; readonly at: Date; readonly error: ErrorText }
+  | { readonly outcome: 'dead'; readonly reason: ErrorText }
   | { readonly outcome: 'release'; readonly at: Date };
+
+declare const errorText: unique symbol;
+
+/**
+ * An error as a settlement stores it: made by {@link retry} and {@link dead} alone, so every
+ * error and reason the drain writes (a receiver's answer, a provider's message, whatever a
+ * sender threw) has been made storable on the way (`storableError` below), and a settlement
+ * spelled out by hand with raw text does not type-check.
+ */
+export type ErrorText = string & { readonly [errorText]: true };
 
 /** The sender succeeded. */
 export function delivered(): Settlement {
   return { outcome: 'delivered' };
 }
 
-/** Try again no earlier than `at`; the attempt counts. */
+/**
+ * Try again no earlier than `at`; the attempt counts. `error` is stored made storable and
+ * readable, within {@link MAX_ERROR_LENGTH}, whatever it holds (see {@link ErrorText}).
+ */
 export function retry(at: Date, error: string): Settlement {
-  return { outcome: 'retry', at, error: truncateError(error) };
+  return { outcome: 'retry', at, error: storableError(error) };
 }
 
-/** Set aside for an operator: permanent failure or attempts exhausted. */
+/**
+ * Set aside for an operator: permanent failure or attempts exhausted. `reason` is stored as
+ * {@link retry} stores its error.
+ */
 export function dead(reason: string): Settlement {
-  return { outcome: 'dead', reason: truncateError(reason) };
+  return { outcome: 'dead', reason: storableError(reason) };
 }
 
 /** Claimed but never sent: claimable again from `at`, and the attempt does not count. */
@@ -34,6 +52,13 @@ export function release(at: Date): Settlement {
  */
 export const MAX_ERROR_LENGTH = 2000;
 
-export function truncateError(error: string): string {
-  return error.length <= MAX_ERROR_LENGTH ? error : `${error.slice(0, MAX_ERROR_LENGTH - 1)}…`;
+/**
+ * `error` as it can be stored and read: NUL and lone surrogates replaced, control characters
+ * escaped, cut on a character boundary within {@link MAX_ERROR_LENGTH} (see
+ * {@link storableText}). Text from anywhere (a receiver, a provider, a user's sender) gets here
+ * before it can reach the settle statement, where one unstorable string would fail the whole
+ * group's write.
+ */
+function storableError(error: string): ErrorText {
+  return storableText(error, MAX_ERROR_LENGTH) as ErrorText;
 }

@@ -8,6 +8,7 @@ import {
 } from '../../core/errors.js';
 import { type Clock, systemClock } from '../../core/ports.js';
 import type { OutboundMessage, SendContext, Sender } from '../../core/sender.js';
+import { storableText } from '../../core/storable-text.js';
 import { type DestinationPolicyOptions, destinationCheck } from './destination-policy.js';
 import { retryAfterMs } from './retry-after.js';
 import { type ParsedWebhook, parseWebhookPayload, type WebhookPayload } from './webhook-payload.js';
@@ -287,7 +288,11 @@ function checkedLookup(
   };
 }
 
-/** Up to {@link RESPONSE_SNIPPET_CHARACTERS} of the body on one line; '' if unreadable. */
+/**
+ * Up to {@link RESPONSE_SNIPPET_CHARACTERS} of the body on one line, then `…` if there was more;
+ * '' if unreadable. Invalid UTF-8 reads as U+FFFD, and NUL and control characters are made
+ * readable as the stored error will have them (see storableText).
+ */
 async function bodySnippet(response: Response, signal: AbortSignal): Promise<string> {
   if (response.body === null || signal.aborted) return '';
   const reader = response.body.getReader();
@@ -311,10 +316,9 @@ async function bodySnippet(response: Response, signal: AbortSignal): Promise<str
     bytes.set(chunk, offset);
     offset += chunk.byteLength;
   }
-  const text = new TextDecoder().decode(bytes).replace(/\s+/g, ' ').trim();
-  return text.length > RESPONSE_SNIPPET_CHARACTERS
-    ? `${text.slice(0, RESPONSE_SNIPPET_CHARACTERS)}…`
-    : text;
+  // stream: a character the byte limit cut in two is left out rather than shown as U+FFFD.
+  const text = new TextDecoder().decode(bytes, { stream: true }).replace(/\s+/g, ' ').trim();
+  return storableText(text, RESPONSE_SNIPPET_CHARACTERS + 1);
 }
 
 /** Frees the connection for reuse without reading a body nobody needs. */
