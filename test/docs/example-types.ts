@@ -185,7 +185,7 @@ function packageScope(
  * what it uses: importing a name it does not use is harmless), and whether it imports from the
  * package itself.
  */
-function namesOf(code: string) {
+export function namesOf(code: string) {
   const source = ts.createSourceFile('example.ts', code, ts.ScriptTarget.Latest, true);
   const declared = new Set<string>();
   const used = new Set<string>();
