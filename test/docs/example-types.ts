@@ -18,7 +18,7 @@ import { join, relative } from 'node:path';
 import ts from 'typescript';
 import type { CodeExample } from './code-examples.js';
 
-const GIVEN_NAMES = 'test/docs/given-names.ts';
+export const GIVEN_NAMES = 'test/docs/given-names.ts';
 const VIRTUAL_DIR = '.doc-examples';
 const PACKAGE_IMPORT = /^outbox-relay(\/|$)/;
 
@@ -34,24 +34,36 @@ interface Importable {
 /** One failed check, named by the documentation file and line it points at. */
 export type ExampleError = string;
 
+/** An example as the module the check compiles: one line of imports, then its code. */
+export interface ExampleModule {
+  example: CodeExample;
+  /** Line N + 1 of the text is line N of the example. */
+  text: string;
+}
+
+/**
+ * The modules of `examples` (excerpts left out), importing the given names from
+ * `givenNamesFrom` (default: given-names.ts, seen from where the check puts the modules).
+ */
+export function exampleModules(
+  root: string,
+  examples: readonly CodeExample[],
+  givenNamesFrom?: string,
+): ExampleModule[] {
+  return prepare(root, examples, givenNamesFrom).modules;
+}
+
 /**
  * The type errors of every example, as `docs/x.md:12:5 TS2304: Cannot find name 'y'.` lines.
  * An excerpt (`excerptOf`) is checked as part of the file it is cut from.
  */
 export function exampleTypeErrors(root: string, examples: readonly CodeExample[]): ExampleError[] {
-  const options = compilerOptions(root);
-  const host = cachingHost(options);
-  const virtualDir = join(root, VIRTUAL_DIR);
-  const specifier = (file: string) =>
-    relative(virtualDir, join(root, file)).replace(/\.ts$/, '.js');
-  const documented = examples.filter((example) => !example.excerptOf);
-  const scope = packageScope(root, options, host, documented, specifier);
-
+  const { options, host, scope, modules: prepared } = prepare(root, examples);
   const modules = new Map<string, CodeExample>();
-  for (const example of documented) {
-    const path = join(virtualDir, `${example.file.replaceAll('/', '__')}-${example.line}.ts`);
-    // One header line, so line N + 1 of the module is line N of the example.
-    host.addVirtual(path, `${scope.header(example)}\n${example.code}`);
+  for (const { example, text } of prepared) {
+    const name = `${example.file.replaceAll('/', '__')}-${example.line}.ts`;
+    const path = join(root, VIRTUAL_DIR, name);
+    host.addVirtual(path, text);
     modules.set(path, example);
   }
   const excerptFiles = [
@@ -61,7 +73,7 @@ export function exampleTypeErrors(root: string, examples: readonly CodeExample[]
     rootNames: [...modules.keys(), ...excerptFiles],
     options,
     host,
-    oldProgram: scope.program,
+    oldProgram: scope,
   });
 
   const errors: ExampleError[] = [];
@@ -85,6 +97,20 @@ export function exampleTypeErrors(root: string, examples: readonly CodeExample[]
     }
   }
   return errors;
+}
+
+function prepare(root: string, examples: readonly CodeExample[], givenNamesFrom?: string) {
+  const options = compilerOptions(root);
+  const host = cachingHost(options);
+  const specifier = (file: string) =>
+    relative(join(root, VIRTUAL_DIR), join(root, file)).replace(/\.ts$/, '.js');
+  const documented = examples.filter((example) => !example.excerptOf);
+  const scope = packageScope(root, options, host, documented, specifier, givenNamesFrom);
+  const modules = documented.map((example) => ({
+    example,
+    text: `${scope.header(example)}\n${example.code}`,
+  }));
+  return { options, host, scope: scope.program, modules };
 }
 
 /** The repository's own compiler options: strict, with `paths` from the package's names. */
@@ -113,6 +139,7 @@ function packageScope(
   host: ts.CompilerHost,
   documented: readonly CodeExample[],
   specifier: (file: string) => string,
+  givenNamesFrom = specifier(GIVEN_NAMES),
 ) {
   const entries = Object.entries(options.paths ?? {}).map(([name, [file]]) => ({
     name,
@@ -140,7 +167,7 @@ function packageScope(
     }
     return names;
   };
-  const given = exportsOf(join(root, GIVEN_NAMES), specifier(GIVEN_NAMES));
+  const given = exportsOf(join(root, GIVEN_NAMES), givenNamesFrom);
   const publicNames = new Map<string, Importable>();
   const publicSymbols = new Map<ts.Symbol, { name: string; from: string }>();
   for (const entry of entries) {
