@@ -4,6 +4,7 @@
  * examples that need only a database and a receiver write and deliver what they say, on this
  * file's own PostgreSQL (the Neon HTTP one through the local Neon stand-in).
  */
+import { fileURLToPath } from 'node:url';
 import * as neonDriver from '@neondatabase/serverless';
 import * as outboxRelay from 'outbox-relay';
 import { applyNeonLocalConfig, type NeonProxy, startNeonProxy } from 'outbox-relay/dev';
@@ -14,7 +15,7 @@ import { recordingSender } from '../support/drain-fixtures.js';
 import { type CodeExample, repositoryExamples } from './code-examples.js';
 import { evaluate, runExample, type Scope, statedResults, where } from './example-runner.js';
 
-const root = new URL('../..', import.meta.url).pathname;
+const root = fileURLToPath(new URL('../..', import.meta.url));
 const examples = repositoryExamples(root);
 
 /** The example of `file` holding `text`: the test fails if the example is gone or reworded. */
