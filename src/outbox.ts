@@ -77,10 +77,10 @@ export interface Outbox {
    *
    * @example
    * await client.query('BEGIN');
-   * await client.query('INSERT INTO users (email) VALUES ($1)', [email]);
+   * await client.query('INSERT INTO users (email) VALUES ($1)', [address]);
    * const [key] = await outbox.enqueue(pgExecutor(client), {
    *   kind: 'email',
-   *   payload: { to: [email], subject: 'Welcome', text: 'Hello!' },
+   *   payload: { to: [address], subject: 'Welcome', text: 'Hello!' },
    * });
    * await client.query('COMMIT');
    */

@@ -23,6 +23,7 @@ import { FailedLoginThrottle } from './login-throttle.js';
  * adds nothing to the rest of your app.
  *
  * @example
+ * import { Hono } from 'hono';
  * import { outboxAdmin } from 'outbox-relay/admin';
  *
  * const app = new Hono();

@@ -17,7 +17,8 @@ import { helpText } from './help.js';
  * process's) unless `--config` names one; help never loads it.
  *
  * @example
- * const code = await runCli(['list', '--state', 'dead'], { stdout, stderr, env: process.env });
+ * const { stdout, stderr, env } = process;
+ * const code = await runCli(['list', '--state', 'dead'], { stdout, stderr, env });
  */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCode> {
   try {

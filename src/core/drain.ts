@@ -49,7 +49,7 @@ import { release, type Settlement } from './settlement.js';
  * const report = await drainOnce({
  *   store: outbox.store(neonHttpExecutor(sql)),
  *   senders: { email: sesSender(config) },
- *   deadline: Date.now() + 25_000,
+ *   deadline: new Date(Date.now() + 25_000),
  *   subrequestBudget: 1000,
  * });
  */

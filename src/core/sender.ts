@@ -44,11 +44,17 @@ export type Sender = (
  * propagate: the drain hands the message back unsent (no attempt counted) and stops.
  *
  * @example
- * async (message, signal, context) => {
- *   context.spend(1, 'signing key read');
- *   const key = await keys.read(message.payload.tenant);
- *   await fetch(url, { signal, headers: sign(key, message) });
- * }
+ * const notify: Sender = async (message, signal, context) => {
+ *   context?.spend(1, 'token fetch'); // before the extra request; absent outside a drain
+ *   const token = await (await fetch('https://auth.example.com/token', { signal })).text();
+ *   const response = await fetch('https://api.example.com/notify', {
+ *     method: 'POST',
+ *     headers: { authorization: `Bearer ${token}`, 'idempotency-key': message.key },
+ *     body: JSON.stringify(message.payload),
+ *     signal,
+ *   });
+ *   if (!response.ok) throw new RetryableDeliveryError(`notify answered ${response.status}`);
+ * };
  */
 export interface SendContext {
   /** Takes `subrequests` from the drain's budget, or throws `SubrequestBudgetError`. */

@@ -41,7 +41,10 @@ export function storableTextProblem(text: string): string | undefined {
  * {@link storableTextProblem}).
  *
  * @example
- * checkStorableText(body.name, 'name'); // at an HTTP edge, before the INSERT
+ * async function renameUser(db: SqlExecutor, id: string, name: string) {
+ *   checkStorableText(name, 'name'); // before the UPDATE: a ValidationError naming the field
+ *   await db.query('UPDATE users SET name = $1 WHERE id = $2', [name, id]);
+ * }
  */
 export function checkStorableText(text: string, field: string): void {
   const problem = storableTextProblem(text);

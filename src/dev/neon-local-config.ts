@@ -59,6 +59,8 @@ export interface NeonLocalTarget {
  * Prefer `applyNeonLocalConfig`, which assigns them.
  *
  * @example
+ * import { neonConfig } from '@neondatabase/serverless';
+ *
  * Object.assign(neonConfig, neonLocalConfig({ port: 54330 }));
  */
 export function neonLocalConfig(target: NeonLocalTarget): NeonLocalConfig {
@@ -88,6 +90,7 @@ export function neonLocalConfig(target: NeonLocalTarget): NeonLocalConfig {
  *
  * @example
  * import { neon, neonConfig } from '@neondatabase/serverless';
+ *
  * applyNeonLocalConfig(neonConfig, { port: proxy.port, webSocket: WebSocket });
  * const sql = neon(connectionString); // HTTP via the proxy
  */
@@ -115,6 +118,8 @@ export function applyNeonLocalConfig(
  * machine. Throws ConfigurationError (`OUTBOX_CONFIGURATION`) for anything else.
  *
  * @example
+ * import { neonConfig } from '@neondatabase/serverless';
+ *
  * if (env.NEON_LOCAL_PROXY) applyNeonLocalProxy(neonConfig, env.NEON_LOCAL_PROXY);
  */
 export function applyNeonLocalProxy(

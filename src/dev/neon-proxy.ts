@@ -115,6 +115,8 @@ export interface NeonProxy {
  * work for HTTP queries. Development and tests only: see the module comment.
  *
  * @example
+ * import { neon, neonConfig } from '@neondatabase/serverless';
+ *
  * const proxy = await startNeonProxy({ postgres: { host: '127.0.0.1', port: 5432 } });
  * applyNeonLocalConfig(neonConfig, proxy);
  * const sql = neon('postgres://postgres:postgres@127.0.0.1:5432/postgres');
@@ -198,6 +200,8 @@ export function neonLocalConfig(proxy: { port: number; host?: string }): NeonLoc
  * See `applyNeonLocalConfig` in neon-local-config.ts for the details.
  *
  * @example
+ * import { neon, neonConfig } from '@neondatabase/serverless';
+ *
  * applyNeonLocalConfig(neonConfig, proxy);
  * const sql = neon(connectionString); // HTTP via the proxy
  */

@@ -62,9 +62,10 @@ export function neonHttpExecutor(sql: NeonHttpLike): BatchSqlExecutor {
  * Turns a statement into a query for `sql.transaction([...])`, next to your own domain write.
  *
  * @example
- * const write = outbox.enqueueStatement({ kind: 'email', payload });
+ * const email = { to: [address], subject: 'Welcome', text: 'Hello!' };
+ * const write = outbox.enqueueStatement({ kind: 'email', payload: email });
  * await sql.transaction([
- *   sql`INSERT INTO users (email) VALUES (${email})`,
+ *   sql`INSERT INTO users (email) VALUES (${address})`,
  *   neonHttpQuery(sql, write.statement),
  * ]);
  * // write.keys: the message keys

@@ -18,6 +18,8 @@ import {
  * pooler (PgBouncer with `max_prepared_statements`) keeps them. `{ prepare: false }` turns it off.
  *
  * @example
+ * import { Pool } from '@neondatabase/serverless';
+ *
  * const pool = new Pool({ connectionString: env.DATABASE_URL });
  * const client = await pool.connect();
  * await client.query('BEGIN');

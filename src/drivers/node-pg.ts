@@ -51,8 +51,9 @@ export interface PgPoolLike extends PgQueryableLike {
  * @example
  * const client = await pool.connect();
  * await client.query('BEGIN');
- * await client.query('INSERT INTO users ...');
- * await outbox.enqueue(pgExecutor(client), { kind: 'email', payload });
+ * await client.query('INSERT INTO users (email) VALUES ($1)', [address]);
+ * const email = { to: [address], subject: 'Welcome', text: 'Hello!' };
+ * await outbox.enqueue(pgExecutor(client), { kind: 'email', payload: email });
  * await client.query('COMMIT');
  */
 export function pgExecutor(

@@ -9,7 +9,9 @@
  * query has no connection to lose.
  *
  * @example
+ * import { neon } from '@neondatabase/serverless';
  * import { handle } from 'hono/aws-lambda';
+ * import { neonHttpExecutor, sesConfigFromEnv, sesSender } from 'outbox-relay';
  * import { awaitBackgroundWork, lambdaScheduledHandler } from 'outbox-relay/aws-lambda';
  *
  * export const http = handle(awaitBackgroundWork(app));     // kicks finish before returning
@@ -134,6 +136,8 @@ function minuteOf(time: string | undefined): number | undefined {
  * out. The response waits for it (bounded by the kick's budget, usually one provider round trip).
  *
  * @example
+ * import { handle } from 'hono/aws-lambda';
+ *
  * export const handler = handle(awaitBackgroundWork(app));
  */
 export function awaitBackgroundWork(app: {

@@ -33,7 +33,7 @@ export interface MigrateResult {
  * Neon's HTTP driver (`sql.transaction`) as well as over pg and Neon WebSocket connections.
  *
  * @example
- * await migrate(nodePgExecutor(pool), { schema: 'outbox' });
+ * await migrate(pgExecutor(pool), { schema: 'outbox' });
  */
 export async function migrate(
   db: BatchSqlExecutor,

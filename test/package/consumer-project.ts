@@ -88,19 +88,3 @@ export function npmInstall(project: string, specs: readonly string[], extra: str
     project,
   );
 }
-
-export interface CodeExample {
-  /** The Markdown line the code starts on, to name the file errors point at. */
-  line: number;
-  code: string;
-}
-
-/** The ```ts blocks of a Markdown file that import the package, in order. */
-export function packageExamples(markdown: string): CodeExample[] {
-  return [...markdown.matchAll(/```ts\n([\s\S]*?)```/g)]
-    .map((match) => ({
-      line: markdown.slice(0, match.index).split('\n').length + 1,
-      code: match[1] ?? '',
-    }))
-    .filter(({ code }) => /from 'outbox-relay(\/[a-z-]+)?'/.test(code));
-}

@@ -121,6 +121,9 @@ export function sesSender(config: SesSenderConfig): Sender {
   };
 }
 
+/** `us-east-1`, `ap-southeast-2`, `us-gov-west-1`: what SES endpoints are named after. */
+const AWS_REGION_PATTERN = /^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$/;
+
 function acceptedBySes(error: unknown): boolean {
   const status =
     typeof error === 'object' && error !== null && '$metadata' in error
@@ -145,11 +148,8 @@ function acceptedBySes(error: unknown): boolean {
  * Throws `ConfigurationError` naming every missing variable.
  *
  * @example
- * export default { async scheduled(_event, env) { const email = sesSender(sesConfigFromEnv(env)); } };
+ * const email = sesSender(sesConfigFromEnv(env)); // a Worker's env, or process.env elsewhere
  */
-/** `us-east-1`, `ap-southeast-2`, `us-gov-west-1`: what SES endpoints are named after. */
-const AWS_REGION_PATTERN = /^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$/;
-
 export function sesConfigFromEnv(env: Readonly<Record<string, unknown>>): SesSenderConfig {
   const read = (name: string) => readEnv(env, name);
   // Lambda reserves AWS_REGION for the function's own region, which need not be where SES is

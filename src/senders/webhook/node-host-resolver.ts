@@ -11,7 +11,7 @@ import type { HostResolver } from './destination-policy.js';
  * them, so each must pass.
  *
  * @example
- * webhookSender({ secretFor, resolveHost: nodeHostResolver });
+ * webhookSender({ secret: env.WEBHOOK_SECRET, resolveHost: nodeHostResolver });
  */
 export const nodeHostResolver: HostResolver = async (hostname) => {
   const answers = await lookup(hostname, { all: true, verbatim: true });

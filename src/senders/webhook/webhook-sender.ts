@@ -98,8 +98,17 @@ const RETRYABLE_STATUSES = new Set([408, 425, 429]);
  * Uses the global `fetch` and `crypto.subtle`: runs on Node 20+, Lambda and Workers.
  *
  * @example
+ * import { webhookSender } from 'outbox-relay';
+ * import { nodeHostResolver } from 'outbox-relay/node';
+ *
  * const webhook = webhookSender({
- *   secretFor: async (_message, payload) => endpoints.secretOf(payload.endpointId),
+ *   secretFor: async (_message, { endpointId }) => {
+ *     const { rows } = await db.query<{ secret: string }>(
+ *       'SELECT secret FROM my_hooks WHERE id = $1 AND enabled',
+ *       [endpointId],
+ *     );
+ *     return rows[0]?.secret; // undefined: the endpoint is gone, the message dead-lettered
+ *   },
  *   resolveHost: nodeHostResolver,
  * });
  */

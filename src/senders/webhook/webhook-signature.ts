@@ -49,7 +49,13 @@ export function decodeWebhookSecret(secret: string): Uint8Array<ArrayBuffer> {
  * byte for byte as signed.
  *
  * @example
- * const headers = await signWebhook({ secret, id: message.key, timestamp: new Date(), body });
+ * const post: Sender = async (message, signal) => {
+ *   const body = JSON.stringify(message.payload);
+ *   const secret = env.WEBHOOK_SECRET;
+ *   const signed = await signWebhook({ secret, id: message.key, timestamp: new Date(), body });
+ *   const headers = { ...signed, 'content-type': 'application/json' };
+ *   await fetch('https://hooks.example.com/outbox', { method: 'POST', headers, body, signal });
+ * };
  */
 export async function signWebhook(request: {
   secret: string;

@@ -41,7 +41,10 @@ export function webhookUrlProblem(url: string): string | undefined {
  * `field` otherwise. Accepts exactly what {@link webhookUrlProblem} accepts.
  *
  * @example
- * const url = checkWebhookUrl(body.url, 'url'); // at registration, before storing the endpoint
+ * async function registerEndpoint(db: SqlExecutor, body: { url?: unknown }) {
+ *   const url = checkWebhookUrl(body.url, 'url'); // before storing it, so every enqueue passes
+ *   await db.query('INSERT INTO my_hooks (url) VALUES ($1)', [url.href]);
+ * }
  */
 export function checkWebhookUrl(value: unknown, field: string): URL {
   if (typeof value !== 'string' || value.length === 0) {
