@@ -38,6 +38,8 @@ export interface PgBouncerOptions {
    * clients, so clients share them as they would in production.
    */
   poolSize?: number;
+  /** More `[pgbouncer]` settings, as written in the ini (`server_reset_query`: `DEALLOCATE ALL`). */
+  settings?: Readonly<Record<string, string>>;
 }
 
 export interface PgBouncer {
@@ -94,6 +96,7 @@ export async function startPgBouncer(options: PgBouncerOptions): Promise<PgBounc
       `pool_mode = ${options.poolMode ?? 'transaction'}`,
       `default_pool_size = ${options.poolSize ?? 4}`,
       'max_client_conn = 1000',
+      ...Object.entries(options.settings ?? {}).map(([name, value]) => `${name} = ${value}`),
       '',
     ].join('\n'),
     { mode: 0o644 },
