@@ -15,7 +15,9 @@ import {
  * (for example with `ctx.waitUntil(pool.end())`): a WebSocket cannot outlive the invocation.
  *
  * Repeated statements run as named prepared statements, planned once per connection; Neon's
- * pooler (PgBouncer with `max_prepared_statements`) keeps them. `{ prepare: false }` turns it off.
+ * pooled endpoint keeps them (its docs list protocol-level prepared statements as supported).
+ * Behind a pooler that loses them the pool goes unnamed after the first failure, with one
+ * warning; `{ prepare: false }` starts that way (docs/deploy.md, "Behind a pooler").
  *
  * @example
  * const pool = new Pool({ connectionString: env.DATABASE_URL });
