@@ -2,6 +2,7 @@
  * Postgres errors, mapped at the edge: a driver error keeps its SQLSTATE `code` and gains a
  * `retryable` flag, so callers and the drain decide by code, not by message text.
  */
+import { isMissingPasswordFailure, missingPasswordError } from './connection-password.js';
 
 /**
  * SQLSTATEs where running the same statement again may succeed: connection loss, failover,
@@ -99,11 +100,18 @@ export function violates(error: unknown, sqlState: string, constraint?: string):
 
 /**
  * Marks a driver error with `retryable` and returns it unchanged otherwise, so the original
- * driver error (stack, SQLSTATE, detail) reaches the caller intact.
+ * driver error (stack, SQLSTATE, detail) reaches the caller intact. Two are replaced, the
+ * driver's error kept as `cause`: a WebSocket failure that is not an Error (see
+ * {@link webSocketFailure}), and a connection string without a password, which becomes a
+ * `ConfigurationError` saying how to add one (src/drivers/connection-password.ts).
  */
 export function mapDatabaseError(error: unknown): unknown {
   if (typeof error !== 'object' || error === null) return error;
-  const mapped = webSocketFailure(error) ?? error;
+  const mapped =
+    webSocketFailure(error) ??
+    (isMissingPasswordFailure(error)
+      ? missingPasswordError('the connection string', error)
+      : error);
   Object.defineProperty(mapped, 'retryable', {
     value: retryableByCode(mapped),
     configurable: true,
