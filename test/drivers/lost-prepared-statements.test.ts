@@ -67,11 +67,15 @@ describe('a named statement the server connection lost (26000)', () => {
       expect(lines).toHaveLength(1);
       expect(lines[0]).toMatch(/named prepared statements do not survive.*does not exist/);
       expect(lines[0]).toContain('OUTBOX_PREPARE=off');
-      // Another executor over the same connection starts unnamed: no second failure, no warning.
+      // Unnamed from now on, on this executor and on another over the same connection: a text
+      // that repeats is no longer prepared, and nothing fails or warns again.
       const again = pgExecutor(client, { logger });
-      for (let i = 0; i < 3; i++) await again.query(INSERT, ['again']);
+      for (let i = 0; i < 3; i++) {
+        await db.query('SELECT $1::int AS repeated', [i]);
+        await again.query(INSERT, ['again']);
+      }
       expect(lines).toHaveLength(1);
-      const { rows } = await client.query('SELECT name FROM pg_prepared_statements');
+      const { rows } = await client.query('SELECT statement FROM pg_prepared_statements');
       expect(rows).toEqual([]);
     } finally {
       client.release();
