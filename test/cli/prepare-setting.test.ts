@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
 import { useTestDatabase } from '../support/database.js';
-import { type PgBouncer, startPgBouncer } from '../support/pgbouncer.js';
+import { type PgBouncer, startPgBouncerFor } from '../support/pgbouncer.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import { newWebhookSecret, runOutboxInProcess, webhookDrainEnv } from './outbox-cli.js';
 
@@ -26,11 +26,7 @@ const MESSAGES = 4;
 const WARNING = /warn: named prepared statements do not survive/g;
 
 beforeAll(async () => {
-  const { username, password } = new URL(database.url);
-  bouncer = await startPgBouncer({
-    postgres: { host: database.host, port: database.port },
-    user: decodeURIComponent(username),
-    password: decodeURIComponent(password),
+  bouncer = await startPgBouncerFor(database, {
     poolSize: 1,
     settings: { server_reset_query: 'DEALLOCATE ALL', server_reset_query_always: '1' },
   });

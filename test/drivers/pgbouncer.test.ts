@@ -13,7 +13,7 @@ import { applyNeonLocalConfig, type NeonProxy, startNeonProxy } from '../../src/
 import { neonWsExecutor } from '../../src/drivers/neon-ws.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { useTestDatabase } from '../support/database.js';
-import { type PgBouncer, startPgBouncer } from '../support/pgbouncer.js';
+import { type PgBouncer, pgBouncerBinary, startPgBouncerFor } from '../support/pgbouncer.js';
 
 const database = useTestDatabase();
 let bouncer: PgBouncer;
@@ -24,13 +24,7 @@ const WORKERS = 8;
 const ROUNDS = 25;
 
 beforeAll(async () => {
-  const { username, password } = new URL(database.url);
-  bouncer = await startPgBouncer({
-    postgres: { host: database.host, port: database.port },
-    user: decodeURIComponent(username),
-    password: decodeURIComponent(password),
-    poolSize: 4,
-  });
+  bouncer = await startPgBouncerFor(database, { poolSize: 4 });
   proxy = await startNeonProxy({ postgres: { host: database.host, port: database.port } });
   applyNeonLocalConfig(neonConfig, proxy);
   await database.pool.query('CREATE TABLE public.writes (worker int NOT NULL, round int NOT NULL)');
@@ -124,4 +118,10 @@ it('with prepare: false, runs behind PgBouncer with no failure to learn from and
   } finally {
     await pool.end();
   }
+});
+
+it('the test helper says how to install pgbouncer where it is missing', () => {
+  expect(() => pgBouncerBinary(['/nonexistent/pgbouncer'], '')).toThrow(
+    /pgbouncer is not installed.*apt-get install pgbouncer/,
+  );
 });

@@ -26,7 +26,7 @@ import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
 import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import { type OutboxProcess, startOutbox, webhookDrainEnv } from '../cli/outbox-cli.js';
 import { useTestDatabase } from '../support/database.js';
-import { type PgBouncer, startPgBouncer } from '../support/pgbouncer.js';
+import { type PgBouncer, startPgBouncerFor } from '../support/pgbouncer.js';
 import { waitFor } from '../support/wait-for.js';
 import { account, type DeliveryLedger, startDeliveryLedger } from './support/delivery-ledger.js';
 import { recordScenario } from './support/scenario-results.js';
@@ -54,13 +54,7 @@ let proxy: NeonProxy;
 let ledger: DeliveryLedger;
 
 beforeAll(async () => {
-  const { username, password } = new URL(database.url);
-  bouncer = await startPgBouncer({
-    postgres: { host: database.host, port: database.port },
-    user: decodeURIComponent(username),
-    password: decodeURIComponent(password),
-    poolSize: SERVER_CONNECTIONS,
-  });
+  bouncer = await startPgBouncerFor(database, { poolSize: SERVER_CONNECTIONS });
   proxy = await startNeonProxy({ postgres: { host: database.host, port: database.port } });
   applyNeonLocalConfig(neonConfig, proxy);
   ledger = await startDeliveryLedger();

@@ -53,14 +53,17 @@ export interface PgBouncer {
   stop(): Promise<void>;
 }
 
-/** The installed `pgbouncer`, or an error that says how to install it. */
-export function pgBouncerBinary(): string {
-  const onPath = (process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, 'pgbouncer'));
-  const found = [...KNOWN_LOCATIONS, ...onPath].find((path) => existsSync(path));
+/** The installed `pgbouncer` (in `locations`, then on `path`), or an error saying how to install it. */
+export function pgBouncerBinary(
+  locations: readonly string[] = KNOWN_LOCATIONS,
+  path = process.env.PATH ?? '',
+): string {
+  const onPath = path.split(delimiter).map((dir) => join(dir, 'pgbouncer'));
+  const found = [...locations, ...onPath].find((candidate) => existsSync(candidate));
   if (found === undefined) {
     throw new Error(
       'pgbouncer is not installed, and the pooler tests run a real one: apt-get install pgbouncer ' +
-        `(looked in ${KNOWN_LOCATIONS.join(', ')} and PATH)`,
+        `(looked in ${[...locations, 'PATH'].join(', ')})`,
     );
   }
   return found;
@@ -151,6 +154,23 @@ export async function startPgBouncer(options: PgBouncerOptions): Promise<PgBounc
     log: () => log,
     stop,
   };
+}
+
+/**
+ * A PgBouncer in front of a test database (test/support/database.ts), logging in as its URL
+ * does: what the pooler tests start in `beforeAll`.
+ */
+export function startPgBouncerFor(
+  database: { url: string; host: string; port: number },
+  options: Omit<PgBouncerOptions, 'postgres' | 'user' | 'password'> = {},
+): Promise<PgBouncer> {
+  const { username, password } = new URL(database.url);
+  return startPgBouncer({
+    ...options,
+    postgres: { host: database.host, port: database.port },
+    user: decodeURIComponent(username),
+    password: decodeURIComponent(password),
+  });
 }
 
 /** The auth file's quoting: double quotes, a quote inside doubled. */
