@@ -1,6 +1,7 @@
 /**
  * Mutations outside the SQL: the drain loop and its settings, the retry policy, validation,
- * the HTTP driver's transaction, and the reference service's after-commit kick.
+ * the HTTP driver's transaction, the pg executor behind a pooler, and the reference service's
+ * after-commit kick.
  */
 import { CRASH_TEST, DEADLINE_TEST, drainTest, type Mutation, type NamedTest } from './mutation.js';
 
@@ -8,6 +9,8 @@ const DRAIN = 'src/core/drain.ts';
 const SEND = 'src/core/send-outcome.ts';
 const APP_TEST = 'test/reference-service/app.test.ts';
 const BUDGET_TEST_FILE = 'test/store/subrequest-budget.test.ts';
+const PG_DRIVER = 'src/drivers/node-pg.ts';
+const LOST_NAMES_TEST = 'test/drivers/lost-prepared-statements.test.ts';
 
 /** A drain test in test/store/claim-cursor.test.ts (node-pg only, so no driver to pick). */
 const cursorTest = (name: string): NamedTest => ({ file: 'test/store/claim-cursor.test.ts', name });
@@ -328,6 +331,58 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
         file: APP_TEST,
         name: 'kicks only after the commit, and the kick sends what the commit wrote',
         driver: 'neon-ws',
+      },
+    ],
+  },
+  {
+    name: 'a lost statement name is not run again unnamed',
+    row: 23,
+    edits: [
+      {
+        file: PG_DRIVER,
+        find: 'if (name === undefined || !namedStatementLost(error, name)) throw error;',
+        replace: 'throw error;',
+      },
+    ],
+    tests: [
+      {
+        file: LOST_NAMES_TEST,
+        name: 'runs again unnamed, once, and the pool stays unnamed with one warning',
+      },
+    ],
+  },
+  {
+    name: 'keep naming statements after a lost name',
+    row: 23,
+    edits: [
+      {
+        file: 'src/drivers/prepared-names.ts',
+        find: '      if (unnamedTargets.has(target)) return undefined;\n',
+        replace: '',
+      },
+    ],
+    tests: [
+      {
+        file: LOST_NAMES_TEST,
+        name: 'runs again unnamed, once, and the pool stays unnamed with one warning',
+      },
+    ],
+  },
+  {
+    name: 'restart a batch whose COMMIT failed',
+    row: 23,
+    edits: [
+      {
+        file: PG_DRIVER,
+        find: '    if (lostName !== undefined) names!.stopNaming(lostName);',
+        replace:
+          "    if (errorCode(error) === '26000') lostName = error;\n    if (lostName !== undefined) names!.stopNaming(lostName);",
+      },
+    ],
+    tests: [
+      {
+        file: LOST_NAMES_TEST,
+        name: 'a failing COMMIT is not repeated, even when its error names the statement',
       },
     ],
   },

@@ -123,6 +123,7 @@ export {
 export {
   type EnvLike,
   integerFromEnv,
+  type PostgresUrlOptions,
   postgresUrlFromEnv,
   readEnv,
   switchFromEnv,

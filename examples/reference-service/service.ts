@@ -59,9 +59,12 @@ export function applyNeonLocalProxyFromEnv(env: EnvLike): void {
   if (proxy !== undefined) applyNeonLocalProxy(neonConfig, proxy);
 }
 
-/** `DATABASE_URL` over Neon's HTTP driver. Nothing to close: every query is one request. */
+/**
+ * `DATABASE_URL` over Neon's HTTP driver. Nothing to close: every query is one request. Neon
+ * needs the password in the URL, so one without it is refused here, by name.
+ */
 export function databaseFromEnv(env: EnvLike): BatchSqlExecutor {
-  const url = postgresUrlFromEnv(env);
+  const url = postgresUrlFromEnv(env, 'DATABASE_URL', { requirePassword: true });
   applyNeonLocalProxyFromEnv(env);
   return neonHttpExecutor(neon(url));
 }

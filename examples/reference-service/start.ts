@@ -94,7 +94,10 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop(0));
 
   try {
-    let databaseUrl = env.DATABASE_URL ? postgresUrlFromEnv(env) : undefined;
+    // Everything goes through the Neon stand-in, which (like Neon) needs the password in the URL.
+    let databaseUrl = env.DATABASE_URL
+      ? postgresUrlFromEnv(env, 'DATABASE_URL', { requirePassword: true })
+      : undefined;
     if (!databaseUrl) {
       const dataDir = devDataDir();
       console.log(`starting PostgreSQL (data in ${dataDir})...`);

@@ -9,6 +9,10 @@ import {
   isValidationError,
   type ValidationError,
 } from '../core/errors.js';
+import {
+  isMissingPasswordFailure,
+  missingPasswordMessage,
+} from '../drivers/connection-password.js';
 
 /** Exit codes, documented in `outbox --help` and docs/operations.md. */
 export const ExitCode = {
@@ -113,9 +117,10 @@ export function isConnectionError(error: unknown): boolean {
 /**
  * The reason a connection failed, readable without the driver's internals. Node reports a
  * refused connection to a name with several addresses as an AggregateError with no message,
- * so fall back to the code.
+ * so fall back to the code; pg's SCRAM complaint about a missing password says what to add.
  */
 export function connectionFailureReason(error: unknown): string {
+  if (isMissingPasswordFailure(error)) return missingPasswordMessage('DATABASE_URL');
   const code = errorCode(error);
   const message = error instanceof Error ? error.message : String(error);
   if (code === 'ECONNREFUSED') return 'connection refused (ECONNREFUSED)';

@@ -28,6 +28,7 @@ const CONFIG_FIELDS: Readonly<
   senders: 'object',
   endpointSecret: 'function',
   drain: 'object',
+  database: 'object',
 };
 
 /**
@@ -126,7 +127,12 @@ function checkConfig(path: string, value: unknown): OutboxCliConfig {
           ? isPlainObject(fieldValue)
           : typeof fieldValue === expected;
     if (!okay) {
-      const kind = field === 'senders' ? 'an object or a function' : `a ${expected}`;
+      const kind =
+        field === 'senders'
+          ? 'an object or a function'
+          : expected === 'object'
+            ? 'an object'
+            : `a ${expected}`;
       throw configError(path, `${field} must be ${kind}`);
     }
   }

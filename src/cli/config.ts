@@ -36,6 +36,18 @@ export interface OutboxCliDrainConfig
   budgetMs?: number;
 }
 
+/** How the CLI talks to the database; each field wins over its environment variable. */
+export interface OutboxCliDatabaseConfig {
+  /**
+   * Named prepared statements (`OUTBOX_PREPARE`). Default true. `false` behind a pooler in
+   * transaction mode that does not keep them (PgBouncer before 1.21 or with
+   * `max_prepared_statements = 0`, Supavisor's transaction mode): left on, the first statement
+   * that fails for it is run again unnamed and the command goes on unnamed, with one warning.
+   * See docs/deploy.md, "Behind a pooler".
+   */
+  prepare?: boolean;
+}
+
 /**
  * The default export of `outbox.config.ts` (or `.mjs`, `.js`). Every field is optional; a field
  * left out keeps the environment-based default.
@@ -78,6 +90,7 @@ export interface OutboxCliConfig {
    */
   endpointSecret?: (endpointId: string, context: OutboxCliContext) => Promise<string | undefined>;
   drain?: OutboxCliDrainConfig;
+  database?: OutboxCliDatabaseConfig;
 }
 
 /**

@@ -1,19 +1,24 @@
 /**
  * The CLI's database and outbox, from the environment and the config file: `DATABASE_URL`
- * (required), and the schema from the config's `schema`, else `OUTBOX_SCHEMA` (default
- * `outbox`), over a `pg` Pool.
+ * (required), the schema from the config's `schema`, else `OUTBOX_SCHEMA` (default `outbox`),
+ * and named prepared statements from the config's `database.prepare`, else `OUTBOX_PREPARE`
+ * (default on), over a `pg` Pool.
  */
 import type pg from 'pg';
 import type { BatchSqlExecutor } from '../core/ports.js';
 import { pgExecutor } from '../drivers/node-pg.js';
 import { createOutbox, type Outbox } from '../outbox.js';
+import { switchFromEnv } from '../runtime/env.js';
 import { emailPayloadValidator } from '../senders/ses/email-payload.js';
 import { webhookPayloadValidator } from '../senders/webhook/webhook-payload.js';
 import type { PostgresOutboxStore } from '../store/postgres-store.js';
 import { DEFAULT_SCHEMA } from '../store/schema-name.js';
 import { CliError, connectionFailureReason } from './cli-errors.js';
 import { type CliIo, writeNote } from './cli-io.js';
-import type { OutboxCliConfig } from './config.js';
+import type { CommandContext } from './command.js';
+import type { OutboxCliConfig, OutboxCliDatabaseConfig } from './config.js';
+import { configError } from './config-file.js';
+import { cliLogger } from './drain-output.js';
 
 /**
  * Ten seconds to connect: a Neon compute waking from suspend answers in a second or few, and
@@ -46,17 +51,54 @@ export interface CliDatabase {
   store: PostgresOutboxStore;
 }
 
+/** What the database settings come from: the command's I/O and its config file. */
+export type DatabaseContext = Pick<CommandContext, 'io' | 'config'> &
+  Partial<Pick<CommandContext, 'configPath'>>;
+
+/** The fields a config's `database` may set; anything else is refused. */
+const DATABASE_CONFIG_FIELDS: ReadonlySet<string> = new Set<keyof OutboxCliDatabaseConfig>([
+  'prepare',
+]);
+
+/**
+ * Whether the CLI's executor runs repeated statements as named prepared statements: the
+ * config's `database.prepare`, else `OUTBOX_PREPARE` (on/off), else on. A malformed value
+ * either way is a configuration error (exit 3).
+ */
+export function prepareSetting(context: DatabaseContext): boolean {
+  const database = context.config.database ?? {};
+  const where = context.configPath ?? 'outbox.config';
+  for (const field of Object.keys(database)) {
+    if (!DATABASE_CONFIG_FIELDS.has(field)) {
+      throw configError(
+        where,
+        `unknown field "database.${field}"; expected ${[...DATABASE_CONFIG_FIELDS].join(', ')}`,
+      );
+    }
+  }
+  if (database.prepare !== undefined) {
+    if (typeof database.prepare !== 'boolean') {
+      throw configError(where, 'database.prepare must be a boolean');
+    }
+    return database.prepare;
+  }
+  return switchFromEnv(context.io.env, 'OUTBOX_PREPARE', true);
+}
+
 /**
  * Connects (proving the database is reachable before any command runs), hands the database to
  * `use`, and always closes the pool after. A missing or malformed DATABASE_URL is a
  * configuration error (exit 3); a failed connection is "unreachable" (exit 4), named by
- * host, port and database, never by the password.
+ * host, port and database, never by the password. Behind a pooler that loses named statements
+ * the executor goes unnamed and `io.stderr` gets one `warn:` line saying so.
  */
 export async function withDatabase<T>(
-  io: CliIo,
+  context: DatabaseContext,
   outbox: Outbox,
   use: (database: CliDatabase) => Promise<T>,
 ): Promise<T> {
+  const { io } = context;
+  const prepare = prepareSetting(context);
   const url = io.env.DATABASE_URL?.trim();
   if (!url) {
     throw new CliError(
@@ -87,7 +129,7 @@ export async function withDatabase<T>(
         { cause: error },
       );
     }
-    const db = pgExecutor(pool);
+    const db = pgExecutor(pool, { prepare, logger: cliLogger(io) });
     return await use({ pool, db, outbox, store: outbox.store(db) });
   } finally {
     await pool.end().catch(() => {});

@@ -26,13 +26,17 @@ const EXIT_CODE_LINES: readonly [number | string, string][] = [
 
 const CONFIG_LINES: readonly string[] = [
   'Config file: outbox.config.ts (or .mjs, .js) in the current directory, or --config PATH, if',
-  'present: schema, kinds, senders, endpointSecret (webhook secrets from your own table) and',
-  'drain settings. See docs/operations.md.',
+  'present: schema, kinds, senders, endpointSecret (webhook secrets from your own table),',
+  'drain settings and database: { prepare }. See docs/operations.md.',
 ];
 
 const ENVIRONMENT_LINES: readonly [string, string][] = [
   ['DATABASE_URL', 'postgres:// connection string (required)'],
   ['OUTBOX_SCHEMA', "schema holding the outbox tables (default outbox; the config's schema wins)"],
+  [
+    'OUTBOX_PREPARE',
+    "off: no named prepared statements, for a pooler that loses them (default on; the config's database.prepare wins)",
+  ],
   ['OUTBOX_DEBUG', "1 prints stack traces and the drain's debug log on stderr"],
 ];
 

@@ -2,6 +2,7 @@
  * Postgres errors, mapped at the edge: a driver error keeps its SQLSTATE `code` and gains a
  * `retryable` flag, so callers and the drain decide by code, not by message text.
  */
+import { isMissingPasswordFailure, missingPasswordError } from './connection-password.js';
 
 /**
  * SQLSTATEs where running the same statement again may succeed: connection loss, failover,
@@ -49,6 +50,34 @@ export const UNIQUE_VIOLATION = '23505';
 /** SQLSTATE 23503: a foreign key points at a row that does not exist. */
 export const FOREIGN_KEY_VIOLATION = '23503';
 
+/**
+ * SQLSTATE 26000 (invalid_sql_statement_name): a Bind named a prepared statement this server
+ * connection does not have. Not in {@link RETRYABLE_SQLSTATES}: our executors already run such
+ * a statement again unnamed where that is safe, so one that still reaches a caller failed
+ * inside the caller's own transaction, which it aborted; the statement alone cannot pass.
+ */
+export const INVALID_SQL_STATEMENT_NAME = '26000';
+/** SQLSTATE 42P05 (duplicate_prepared_statement): a Parse named one this connection has. Same as 26000. */
+export const DUPLICATE_PREPARED_STATEMENT = '42P05';
+/** SQLSTATE 25P02: the transaction is aborted; every statement fails until ROLLBACK. */
+export const IN_FAILED_SQL_TRANSACTION = '25P02';
+
+/**
+ * True when `error` says the named statement `name` was missing from (26000), or already on
+ * (42P05), the server connection it reached: what a pooler that moves a client between server
+ * connections causes. Either failed at Parse or Bind, before the statement ran, so running it
+ * again unnamed cannot run it twice. The message must name the statement (in any server
+ * language), so a user's own failing `EXECUTE` or `PREPARE` is not taken for the pooler.
+ */
+export function namedStatementLost(error: unknown, name: string): boolean {
+  const code = errorCode(error);
+  return (
+    (code === INVALID_SQL_STATEMENT_NAME || code === DUPLICATE_PREPARED_STATEMENT) &&
+    error instanceof Error &&
+    error.message.includes(name)
+  );
+}
+
 /** The error's `code`: a SQLSTATE when Postgres answered, a Node code for network failures. */
 export function errorCode(error: unknown): string | undefined {
   return typeof error === 'object' &&
@@ -71,11 +100,18 @@ export function violates(error: unknown, sqlState: string, constraint?: string):
 
 /**
  * Marks a driver error with `retryable` and returns it unchanged otherwise, so the original
- * driver error (stack, SQLSTATE, detail) reaches the caller intact.
+ * driver error (stack, SQLSTATE, detail) reaches the caller intact. Two are replaced, the
+ * driver's error kept as `cause`: a WebSocket failure that is not an Error (see
+ * {@link webSocketFailure}), and a connection string without a password, which becomes a
+ * `ConfigurationError` saying how to add one (src/drivers/connection-password.ts).
  */
 export function mapDatabaseError(error: unknown): unknown {
   if (typeof error !== 'object' || error === null) return error;
-  const mapped = webSocketFailure(error) ?? error;
+  const mapped =
+    webSocketFailure(error) ??
+    (isMissingPasswordFailure(error)
+      ? missingPasswordError('the connection string', error)
+      : error);
   Object.defineProperty(mapped, 'retryable', {
     value: retryableByCode(mapped),
     configurable: true,

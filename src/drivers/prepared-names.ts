@@ -10,7 +10,17 @@
  * The server keeps each prepared statement for the life of the connection, so an unbounded
  * stream of distinct texts (an app's own ad hoc SQL through the same executor) must not turn
  * into an unbounded set of prepared statements.
+ *
+ * Named statements need the server connection that prepared one to be the one that runs it
+ * again. A pooler that hands each transaction whichever server connection is free, and does not
+ * track prepared statements itself (PgBouncer in transaction mode before 1.21, or with
+ * `max_prepared_statements = 0`), breaks that: a statement the client prepared is missing on the
+ * next server connection (SQLSTATE 26000), or another client's is already there (42P05). The
+ * executor then tells its names {@link PreparedNames.stopNaming}: from then on every executor
+ * over that pool runs unnamed, and one warning says why (docs/deploy.md, "Behind a pooler").
  */
+import type { Logger } from '../core/ports.js';
+import { errorCode } from './postgres-errors.js';
 
 /** Runs of a text before it is prepared: the second run proves it repeats. */
 export const PREPARE_AFTER_RUNS = 2;
@@ -25,14 +35,51 @@ export const MAX_PREPARED_TEXTS = 64;
 export interface PreparedNames {
   /** The name to run `text` under, or undefined to run it unnamed. */
   nameFor(text: string): string | undefined;
+  /**
+   * Records that named statements do not survive on this target (`error` is the 26000 or 42P05
+   * that showed it): every later {@link nameFor} over the same target, from any executor,
+   * answers undefined. The first call per target writes one warning; later calls do nothing.
+   */
+  stopNaming(error: unknown): void;
 }
 
-export function preparedNames(): PreparedNames {
+export interface PreparedNamesOptions {
+  /**
+   * The pool or client the names are for. What {@link PreparedNames.stopNaming} learns is kept
+   * per target, so every executor over one pool runs unnamed after the first finds out, and the
+   * warning is written once per pool. Default: a target of this set of names alone.
+   */
+  target?: object;
+  /** Where the one warning goes. Default: one `console.warn` line. */
+  logger?: Pick<Logger, 'warn'>;
+}
+
+/**
+ * Targets where a named statement was lost. Weak, so a pool that is ended and dropped is
+ * forgotten with it.
+ */
+const unnamedTargets = new WeakSet<object>();
+
+const consoleWarning: Pick<Logger, 'warn'> = {
+  warn: (message, fields) => {
+    console.warn(fields === undefined ? message : `${message} ${JSON.stringify(fields)}`);
+  },
+};
+
+export function preparedNames(options: PreparedNamesOptions = {}): PreparedNames {
+  const target = options.target ?? {};
+  const logger = options.logger ?? consoleWarning;
   const named = new Map<string, string>();
   const usedNames = new Set<string>();
   const runs = new Map<string, number>();
   return {
+    stopNaming(error) {
+      if (unnamedTargets.has(target)) return;
+      unnamedTargets.add(target);
+      logger.warn(lostNamesWarning(error), { sqlState: errorCode(error) });
+    },
     nameFor(text) {
+      if (unnamedTargets.has(target)) return undefined;
       const name = named.get(text);
       if (name !== undefined) return name;
       if (named.size >= MAX_PREPARED_TEXTS) return undefined;
@@ -52,6 +99,18 @@ export function preparedNames(): PreparedNames {
       return candidate;
     },
   };
+}
+
+/** The one warning line: what happened, the likely cause, what was done and what to set. */
+function lostNamesWarning(error: unknown): string {
+  const reason = error instanceof Error ? error.message : String(error);
+  return (
+    `named prepared statements do not survive on this database connection (${reason}): ` +
+    'a pooler in transaction mode without prepared-statement support sits in front of it ' +
+    '(PgBouncer before 1.21, or max_prepared_statements = 0). Every statement on this pool ' +
+    'now runs unnamed. Set prepare: false (the CLI: OUTBOX_PREPARE=off) to start that way; ' +
+    'see docs/deploy.md "Behind a pooler"'
+  );
 }
 
 /** FNV-1a, 64 bits as two 32-bit halves, hex: stable across processes and runtimes. */

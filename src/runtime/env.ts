@@ -4,6 +4,7 @@
  * a malformed one fails the same way: a `ConfigurationError` naming the variable.
  */
 import { ConfigurationError } from '../core/errors.js';
+import { missingPasswordError, urlHasPassword } from '../drivers/connection-password.js';
 
 /** A Worker's `env` or `process.env`: values read by name; only strings count. */
 export type EnvLike = Readonly<Record<string, unknown>>;
@@ -34,12 +35,31 @@ export function switchFromEnv(env: EnvLike, name: string, fallback: boolean): bo
   throw new ConfigurationError(`${name} must be on or off, got ${text}`);
 }
 
+export interface PostgresUrlOptions {
+  /**
+   * Refuse a URL without a password, naming the variable and how to add one. Set it where the
+   * URL goes to Neon's drivers, which always need one; leave it off for pg, where a password
+   * may come from `PGPASSWORD` or `~/.pgpass`. Default false.
+   */
+  requirePassword?: boolean;
+}
+
 /**
  * `DATABASE_URL` (or `name`), checked to be a PostgreSQL URL. A missing value and a value of
  * another kind (a `mysql://` URL, a bare host) get different messages, because "must be set"
  * sends someone who did set it looking in the wrong place.
+ *
+ * @example
+ * import { neon } from '@neondatabase/serverless';
+ * import { postgresUrlFromEnv } from 'outbox-relay';
+ *
+ * const sql = neon(postgresUrlFromEnv(env, 'DATABASE_URL', { requirePassword: true }));
  */
-export function postgresUrlFromEnv(env: EnvLike, name = 'DATABASE_URL'): string {
+export function postgresUrlFromEnv(
+  env: EnvLike,
+  name = 'DATABASE_URL',
+  options: PostgresUrlOptions = {},
+): string {
   const url = readEnv(env, name);
   if (url === undefined) {
     throw new ConfigurationError(`${name} must be set to a postgres:// URL`);
@@ -52,5 +72,6 @@ export function postgresUrlFromEnv(env: EnvLike, name = 'DATABASE_URL'): string 
         : `${name} is a ${scheme}:// URL, not a postgres:// URL: outbox-relay needs PostgreSQL`,
     );
   }
+  if (options.requirePassword && !urlHasPassword(url)) throw missingPasswordError(name);
   return url;
 }

@@ -3,6 +3,7 @@ import {
   FOREIGN_KEY_VIOLATION,
   isRetryableDatabaseError,
   mapDatabaseError,
+  namedStatementLost,
   UNIQUE_VIOLATION,
   violates,
 } from '../../src/drivers/postgres-errors.js';
@@ -27,10 +28,48 @@ describe('Postgres error mapping', () => {
     ['a unique violation', Object.assign(new Error('duplicate key'), { code: '23505' })],
     ['a syntax error', Object.assign(new Error('syntax error'), { code: '42601' })],
     ['an error with no code', new Error('something else')],
+    [
+      // The executors run such a statement again unnamed themselves; one that reaches a caller
+      // failed inside the caller's transaction, which it aborted.
+      'a lost prepared statement name (26000)',
+      Object.assign(new Error('prepared statement "outbox_1" does not exist'), { code: '26000' }),
+    ],
+    [
+      'a prepared statement name already taken (42P05)',
+      Object.assign(new Error('prepared statement "outbox_1" already exists'), { code: '42P05' }),
+    ],
   ])('leaves %s not retryable, and keeps the driver error itself', (_, error) => {
     const mapped = mapDatabaseError(error);
     expect(mapped).toBe(error);
     expect(isRetryableDatabaseError(mapped)).toBe(false);
+  });
+});
+
+describe('namedStatementLost', () => {
+  const lost = (code: string, message: string) => Object.assign(new Error(message), { code });
+
+  it('is true for 26000 or 42P05 naming the statement, in any server language', () => {
+    const name = 'outbox_0123456789abcdef';
+    expect(
+      namedStatementLost(lost('26000', `prepared statement "${name}" does not exist`), name),
+    ).toBe(true);
+    expect(
+      namedStatementLost(lost('42P05', `prepared statement "${name}" already exists`), name),
+    ).toBe(true);
+    expect(
+      namedStatementLost(lost('26000', `Prepared Statement »${name}« existiert nicht`), name),
+    ).toBe(true);
+  });
+
+  it('is false for another statement’s name, another code, or no error at all', () => {
+    const name = 'outbox_0123456789abcdef';
+    expect(
+      namedStatementLost(lost('26000', 'prepared statement "mine" does not exist'), name),
+    ).toBe(false);
+    expect(namedStatementLost(lost('42P01', `relation "${name}" does not exist`), name)).toBe(
+      false,
+    );
+    expect(namedStatementLost('prepared statement', name)).toBe(false);
   });
 });
 

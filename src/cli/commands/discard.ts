@@ -28,7 +28,7 @@ export const discardCommand = defineCommand({
   }),
   async run(args, { io, config }) {
     const outbox = outboxFromEnv(io.env, config);
-    return withDatabase(io, outbox, async ({ store }) => {
+    return withDatabase({ io, config }, outbox, async ({ store }) => {
       const previousState = await store.discard(args.id);
       if (previousState === null) {
         // discard says only "not deleted"; read the row to say why.

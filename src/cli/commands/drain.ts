@@ -163,7 +163,7 @@ async function runDrain(args: DrainArguments, context: CommandContext): Promise<
   const { io, config, configPath } = context;
   const settings = drainSettings(args, config.drain ?? {}, configPath);
   const outbox = outboxFromEnv(io.env, config);
-  return withDatabase(io, outbox, async ({ db, store }) => {
+  return withDatabase(context, outbox, async ({ db, store }) => {
     const senders = await drainSenders({ io, config, configPath, context: { db, env: io.env } });
     const { intervalMs, budgetMs, ...drainConfig } = settings;
     const options: DrainOptions = {

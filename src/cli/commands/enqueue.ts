@@ -83,7 +83,9 @@ export const enqueueCommand = defineCommand({
     const outbox = outboxFromEnv(io.env, config);
     // Builds the statement without running it: throws ValidationError naming the field.
     outbox.enqueueStatement(args.message);
-    const [key] = await withDatabase(io, outbox, ({ db }) => outbox.enqueue(db, args.message));
+    const [key] = await withDatabase({ io, config }, outbox, ({ db }) =>
+      outbox.enqueue(db, args.message),
+    );
     if (args.json) {
       writeJson(io.stdout, { key });
     } else {

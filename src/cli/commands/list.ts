@@ -66,7 +66,7 @@ export const listCommand = defineCommand({
   },
   async run(args, { io, config }) {
     const outbox = outboxFromEnv(io.env, config);
-    const page = await withDatabase(io, outbox, ({ store }) =>
+    const page = await withDatabase({ io, config }, outbox, ({ store }) =>
       store.list({ state: args.state, kind: args.kind, limit: args.limit, cursor: args.cursor }),
     );
     if (args.json) {

@@ -19,7 +19,7 @@ export const migrateCommand = defineCommand({
   parse: (input): MigrateArguments => ({ json: input.has('json') }),
   async run(args, { io, config }) {
     const outbox = outboxFromEnv(io.env, config);
-    const result = await withDatabase(io, outbox, ({ db }) => outbox.migrate(db));
+    const result = await withDatabase({ io, config }, outbox, ({ db }) => outbox.migrate(db));
     if (args.json) {
       writeJson(io.stdout, result);
     } else if (result.applied.length === 0) {

@@ -72,7 +72,7 @@ export const purgeCommand = defineCommand({
   },
   async run(args, { io, config }) {
     const outbox = outboxFromEnv(io.env, config);
-    const report = await withDatabase(io, outbox, ({ store }) =>
+    const report = await withDatabase({ io, config }, outbox, ({ store }) =>
       purgeOnce({
         store,
         deliveredOlderThanMs: args.deliveredOlderThanMs,

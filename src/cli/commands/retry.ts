@@ -43,7 +43,7 @@ export const retryCommand = defineCommand({
   },
   async run(args, { io, config }) {
     const outbox = outboxFromEnv(io.env, config);
-    return withDatabase(io, outbox, async ({ store }) => {
+    return withDatabase({ io, config }, outbox, async ({ store }) => {
       if (args.target === 'all-dead') {
         const retried = await store.retryAllDead(new Date(), { kind: args.kind });
         if (args.json) {

@@ -20,7 +20,9 @@ export const statsCommand = defineCommand({
   parse: (input): StatsArguments => ({ json: input.has('json') }),
   async run(args, { io, config }) {
     const outbox = outboxFromEnv(io.env, config);
-    const stats = await withDatabase(io, outbox, ({ store }) => store.stats(new Date()));
+    const stats = await withDatabase({ io, config }, outbox, ({ store }) =>
+      store.stats(new Date()),
+    );
     if (args.json) {
       writeJson(io.stdout, stats);
       return ExitCode.ok;

@@ -1,0 +1,266 @@
+/**
+ * Behind a pooler: Debian's PgBouncer (1.18) in transaction mode in front of PostgreSQL, with
+ * fewer server connections than clients, so every transaction may land on another server
+ * connection and no named prepared statement survives (as PgBouncer 1.21+ with
+ * `max_prepared_statements = 0`). While the app writes 3,000 webhooks through the pooler, four
+ * drains overlap: two real `outbox drain` processes, an in-process drain schedule over pg and
+ * one over Neon's WebSocket driver through the local Neon stand-in, aimed at the pooler. No
+ * process is killed, so nothing may go out twice; no prepared-statement error may reach a
+ * claim or a settle; no drain may exit; each pool warns once that it went unnamed.
+ *
+ * A CLI drain that exits is started again (as a supervisor would) and counted, so the figures
+ * of a failing run say how it failed.
+ */
+import { Pool as NeonPool, neonConfig } from '@neondatabase/serverless';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BatchSqlExecutor, Logger } from '../../src/core/ports.js';
+import { applyNeonLocalConfig, type NeonProxy, startNeonProxy } from '../../src/dev/neon-proxy.js';
+import { neonWsExecutor } from '../../src/drivers/neon-ws.js';
+import { pgExecutor } from '../../src/drivers/node-pg.js';
+import { errorCode } from '../../src/drivers/postgres-errors.js';
+import { createOutbox } from '../../src/outbox.js';
+import { createDrainer } from '../../src/runtime/drainer.js';
+import { startDrainSchedule } from '../../src/runtime/node.js';
+import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
+import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
+import { type OutboxProcess, startOutbox, webhookDrainEnv } from '../cli/outbox-cli.js';
+import { useTestDatabase } from '../support/database.js';
+import { type PgBouncer, startPgBouncerFor } from '../support/pgbouncer.js';
+import { waitFor } from '../support/wait-for.js';
+import { account, type DeliveryLedger, startDeliveryLedger } from './support/delivery-ledger.js';
+import { recordScenario } from './support/scenario-results.js';
+
+/** The issue's 3,000 webhooks; lower it (OUTBOX_RELIABILITY_POOLER_MESSAGES) on a slow machine. */
+const MESSAGES = Number(process.env.OUTBOX_RELIABILITY_POOLER_MESSAGES ?? 3_000);
+const MESSAGES_PER_TRANSACTION = 50;
+const CLI_DRAINS = 2;
+/** Server connections PgBouncer keeps: far fewer than the drains' and the app's clients. */
+const SERVER_CONNECTIONS = 4;
+/**
+ * The in-process drains' lease: short, so a settle that failed would show up as a resend
+ * within the run instead of after the default two minutes.
+ */
+const LEASE_MS = 10_000;
+/** Long enough for a healthy run on a busy 2-core machine; a failing one stops here. */
+const DEADLINE_MS = 150_000;
+const LOST_NAME_SQLSTATES = new Set(['26000', '42P05']);
+const WARNING = 'named prepared statements do not survive';
+
+const database = useTestDatabase();
+const secret = generateWebhookSecret();
+let bouncer: PgBouncer;
+let proxy: NeonProxy;
+let ledger: DeliveryLedger;
+
+beforeAll(async () => {
+  bouncer = await startPgBouncerFor(database, { poolSize: SERVER_CONNECTIONS });
+  proxy = await startNeonProxy({ postgres: { host: database.host, port: database.port } });
+  applyNeonLocalConfig(neonConfig, proxy);
+  ledger = await startDeliveryLedger();
+});
+afterAll(async () => {
+  await Promise.all([ledger?.close(), proxy?.close()]);
+  await bouncer?.stop();
+});
+
+/** What one in-process drain saw: its warnings, and lost-name errors that reached the store. */
+interface Watch {
+  warnings: string[];
+  lostNameErrors: number;
+  failedTicks: number;
+}
+
+/** An in-process drain schedule over `db`, watching what reaches its claims and settles. */
+function scheduleOver(db: BatchSqlExecutor, watch: Watch, userAgent: string) {
+  const store = createOutbox().store(db);
+  const note = (error: unknown) => {
+    if (LOST_NAME_SQLSTATES.has(errorCode(error) ?? '')) watch.lostNameErrors += 1;
+    throw error;
+  };
+  const logger: Logger = {
+    debug() {},
+    info() {},
+    warn() {},
+    error: () => {
+      watch.failedTicks += 1;
+    },
+  };
+  return startDrainSchedule({
+    drain: createDrainer({
+      store: {
+        claim: (request) => store.claim(request).catch(note),
+        settle: (requests, now) => store.settle(requests, now).catch(note),
+        purge: (request) => store.purge(request),
+      },
+      senders: {
+        webhook: webhookSender({
+          secret,
+          environment: 'development',
+          allowHosts: [`127.0.0.1:${ledger.port}`],
+          resolveHost: false,
+          userAgent,
+        }),
+      },
+      logger,
+      defaults: { leaseMs: LEASE_MS, batchSize: 25, concurrency: 5 },
+    }),
+    intervalMs: 100,
+    budgetMs: 5_000,
+    logger,
+  });
+}
+
+/** A warnings collector for an executor's `logger`. */
+function warningsInto(watch: Watch): Pick<Logger, 'warn'> {
+  return { warn: (message) => watch.warnings.push(message) };
+}
+
+/** `outbox drain` through the pooler, started again whenever it exits, until stopped. */
+function supervisedCliDrain() {
+  const runs: OutboxProcess[] = [];
+  const exits: { code: number; stderr: string }[] = [];
+  let stopping = false;
+  const start = () => {
+    const run = startOutbox(['drain', '--interval', '100ms', '--batch-size', '25'], {
+      DATABASE_URL: bouncer.urlFor(database.url),
+      ...webhookDrainEnv(ledger.port, secret),
+    });
+    runs.push(run);
+    void run.exited.then((result) => {
+      if (stopping) return;
+      exits.push({ code: result.code, stderr: result.stderr });
+      start();
+    });
+  };
+  start();
+  return {
+    exits,
+    /** SIGINT: the drain in flight records its outcomes, then the process exits 0. */
+    async stop() {
+      stopping = true;
+      const current = runs.at(-1)!;
+      current.child.kill('SIGINT');
+      return current.exited;
+    },
+    /** Every stderr line of every run. */
+    stderrLines: () => runs.flatMap((run) => run.stderr().split('\n')),
+    /** Warnings of each run: one pool per process. */
+    warningsPerRun: () => runs.map((run) => run.stderr().split(WARNING).length - 1),
+  };
+}
+
+async function countByState(): Promise<Record<string, number>> {
+  const { rows } = await database.pool.query<{ state: string; n: number }>(
+    'SELECT state, count(*)::int AS n FROM outbox.all_messages GROUP BY state',
+  );
+  return Object.fromEntries(rows.map((row) => [row.state, row.n]));
+}
+
+describe('behind PgBouncer 1.18 in transaction mode', () => {
+  it(`${MESSAGES} webhooks, 2 outbox drain processes + pg + Neon WebSocket drains: each delivered once, no prepared-statement error, no exit`, async () => {
+    const viaPooler = bouncer.urlFor(database.url);
+    const pgWatch: Watch = { warnings: [], lostNameErrors: 0, failedTicks: 0 };
+    const neonWatch: Watch = { warnings: [], lostNameErrors: 0, failedTicks: 0 };
+    const pgPool = new pg.Pool({ connectionString: viaPooler, max: 10 });
+    const neonPool = new NeonPool({ connectionString: viaPooler, max: 10 });
+    const appPool = new pg.Pool({ connectionString: viaPooler, max: 2 });
+    const started = Date.now();
+
+    const cliDrains = Array.from({ length: CLI_DRAINS }, () => supervisedCliDrain());
+    const schedules = [
+      scheduleOver(pgExecutor(pgPool, { logger: warningsInto(pgWatch) }), pgWatch, 'pg-drain'),
+      scheduleOver(
+        neonWsExecutor(neonPool, { logger: warningsInto(neonWatch) }),
+        neonWatch,
+        'neon-ws-drain',
+      ),
+    ];
+
+    // The app: transactions of 50 webhooks through the pooler, as its own code would write them.
+    const committed: string[] = [];
+    for (let written = 0; written < MESSAGES; written += MESSAGES_PER_TRANSACTION) {
+      const client = await appPool.connect();
+      try {
+        await client.query('BEGIN');
+        const keys = await createOutbox().enqueue(
+          pgExecutor(client),
+          Array.from({ length: MESSAGES_PER_TRANSACTION }, (_, index) => ({
+            kind: 'webhook',
+            payload: { url: `${ledger.url}/hooks`, body: { n: written + index } },
+          })),
+        );
+        await client.query('COMMIT');
+        committed.push(...keys);
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      } finally {
+        client.release();
+      }
+    }
+
+    const finished = await waitFor(
+      'every message delivered',
+      async () => (await countByState()).delivered === MESSAGES,
+      DEADLINE_MS,
+    ).then(
+      () => true,
+      () => false,
+    );
+    for (const schedule of schedules) await schedule.stop();
+    const cliStops = await Promise.all(cliDrains.map((drain) => drain.stop()));
+    await Promise.all([pgPool.end(), neonPool.end(), appPool.end()]);
+    const elapsedMs = Date.now() - started;
+
+    const result = account(ledger.deliveries, committed);
+    const cliErrorLines = cliDrains
+      .flatMap((drain) => drain.stderrLines())
+      .filter((line) => /prepared statement "/.test(line) && !line.includes(WARNING));
+    const figures = {
+      finished,
+      states: await countByState(),
+      lost: result.lost.length,
+      duplicated: result.extraDeliveries,
+      lostNameErrorsAtClaimOrSettle:
+        pgWatch.lostNameErrors + neonWatch.lostNameErrors + cliErrorLines.length,
+      failedTicks: pgWatch.failedTicks + neonWatch.failedTicks,
+      cliExits: cliDrains.reduce((sum, drain) => sum + drain.exits.length, 0),
+      cliStopCodes: cliStops.map((stop) => stop.code),
+      warnings: {
+        pg: pgWatch.warnings.length,
+        neonWs: neonWatch.warnings.length,
+        cli: cliDrains.map((drain) => drain.warningsPerRun()),
+      },
+    };
+    expect(figures, `after ${elapsedMs} ms; CLI: ${cliErrorLines.slice(0, 3).join(' | ')}`).toEqual(
+      {
+        finished: true,
+        states: { delivered: MESSAGES },
+        lost: 0,
+        duplicated: 0,
+        lostNameErrorsAtClaimOrSettle: 0,
+        failedTicks: 0,
+        cliExits: 0,
+        cliStopCodes: Array(CLI_DRAINS).fill(0),
+        // Each pool learns once that names do not survive, and says so once.
+        warnings: { pg: 1, neonWs: 1, cli: Array(CLI_DRAINS).fill([1]) },
+      },
+    );
+    // Every drain took part: the load was shared, not run by one.
+    const senders = new Set(ledger.deliveries.map((delivery) => delivery.by.split('/')[0]));
+    expect(senders.size).toBe(3);
+
+    recordScenario('pooler', {
+      scenario: `behind PgBouncer 1.18 (transaction mode, ${SERVER_CONNECTIONS} server connections): ${CLI_DRAINS} outbox drain processes + pg + Neon WebSocket drains`,
+      runs: CLI_DRAINS + schedules.length,
+      messages: committed.length,
+      faults: 0,
+      injected: `none: the pooler moves clients between server connections, so no named statement survives; each of ${CLI_DRAINS + schedules.length} pools warned once and went unnamed`,
+      lost: result.lost.length,
+      duplicated: result.extraDeliveries,
+      rolledBackSent: result.rolledBackSent.length,
+      duplicatesAllowed: '',
+    });
+  });
+});
