@@ -17,7 +17,7 @@ import {
   ENTRY_POINTS,
   newWorld,
   outcomesOfClaim,
-  type Seen,
+  subrequests,
   type World,
   type WorldOptions,
 } from './drain-entry-points.js';
@@ -46,11 +46,6 @@ interface FieldProbe {
   /** Drains in a row (the clock moves 200 s between them). Default 1. */
   runs?: number;
   expectSeen(world: World): void;
-}
-
-/** Every subrequest the drain made: its claims, its settles and its sends. */
-function subrequests(seen: Seen): number {
-  return seen.claims.length + seen.settles.length + seen.sendsStarted;
 }
 
 /** A logger that keeps its info lines. */

@@ -13,10 +13,15 @@ import type { PurgeStore } from '../../src/core/purge.js';
 import type { Sender } from '../../src/core/sender.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
-import { DEFAULT_SAFETY_MARGIN_MS, lambdaScheduledHandler } from '../../src/runtime/aws-lambda.js';
+import {
+  DEFAULT_SAFETY_MARGIN_MS,
+  type LambdaScheduledOptions,
+  lambdaScheduledHandler,
+} from '../../src/runtime/aws-lambda.js';
 import {
   WORKERS_PAID_SUBREQUESTS,
   type WorkerExecutionContext,
+  type WorkersScheduledOptions,
   workersScheduledHandler,
 } from '../../src/runtime/cloudflare-workers.js';
 import { runDrainLoop } from '../../src/runtime/drain-loop.js';
@@ -25,7 +30,7 @@ import {
   type DrainerOptions,
   runScheduledDrain,
 } from '../../src/runtime/drainer.js';
-import { kickAfterCommit } from '../../src/runtime/kick.js';
+import { type KickOptions, kickAfterCommit } from '../../src/runtime/kick.js';
 import { type DrainSchedule, startDrainSchedule } from '../../src/runtime/node.js';
 import type { TestDatabase } from '../support/database.js';
 import { type FakeClock, fakeClock } from '../support/drain-fixtures.js';
@@ -193,6 +198,71 @@ async function quietly(work: () => Promise<unknown>): Promise<void> {
   }
 }
 
+/** One cron invocation of `workersScheduledHandler` (never the purge cron). */
+export function runWorkersKit(world: World, options: WorkersScheduledOptions): Promise<void> {
+  return quietly(() =>
+    workersScheduledHandler(() => world.setup, { purgeCron: false, ...options })(
+      { cron: '* * * * *', scheduledTime: world.clock.now().getTime() },
+      {},
+      executionContext(),
+    ),
+  );
+}
+
+/** One invocation of `lambdaScheduledHandler` with `remainingMs` left as it starts, on the clock. */
+export function runLambdaKit(
+  world: World,
+  remainingMs: number,
+  options: LambdaScheduledOptions = {},
+): Promise<void> {
+  const startedAt = world.clock.now().getTime();
+  const remaining = () => remainingMs - (world.clock.now().getTime() - startedAt);
+  return quietly(() =>
+    lambdaScheduledHandler(() => world.setup, { purgeMinute: false, ...options })(
+      { time: new Date(startedAt).toISOString() },
+      { getRemainingTimeInMillis: remaining },
+    ),
+  );
+}
+
+/** A kick of every enqueued key, awaited as Workers' `waitUntil` would; rejects if it failed. */
+export async function runKick(
+  world: World,
+  options: Omit<KickOptions, 'logger'> = {},
+): Promise<void> {
+  const pending: Promise<unknown>[] = [];
+  kickAfterCommit(
+    { executionCtx: executionContext(pending) },
+    createDrainer(world.setup),
+    world.keys,
+    { ...options, logger: failureLogger(world) },
+  );
+  await Promise.all(pending);
+  if (world.seen.failures.length > 0) throw world.seen.failures[0];
+}
+
+/** An operator's `POST /drain` with `body`, through the mounted admin; rejects unless 200. */
+export async function postDrain(world: World, body: Record<string, unknown>): Promise<void> {
+  const admin = outboxAdmin({
+    store: outbox.store(world.db),
+    token: ADMIN_TOKEN,
+    drain: createDrainer(world.setup),
+  });
+  const response = await admin.request('/drain', {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (response.status !== 200) {
+    throw new Error(`POST /drain answered ${response.status}: ${await response.text()}`);
+  }
+}
+
+/** Every subrequest the drain made: its claims, its settles and its sends. */
+export function subrequests(seen: Seen): number {
+  return seen.claims.length + seen.settles.length + seen.sendsStarted;
+}
+
 export const ENTRY_POINTS: readonly EntryPoint[] = [
   {
     name: 'createDrainer',
@@ -215,60 +285,23 @@ export const ENTRY_POINTS: readonly EntryPoint[] = [
   {
     name: 'the Workers kit',
     ownSubrequestBudget: true,
-    run: ({ setup, clock }) =>
-      quietly(() =>
-        workersScheduledHandler(() => setup, {
-          subrequestBudget: WORKERS_PAID_SUBREQUESTS,
-          drainBudgetMs: BUDGET_MS,
-          purgeCron: false,
-        })({ cron: '* * * * *', scheduledTime: clock.now().getTime() }, {}, executionContext()),
-      ),
+    run: (world) =>
+      runWorkersKit(world, {
+        subrequestBudget: WORKERS_PAID_SUBREQUESTS,
+        drainBudgetMs: BUDGET_MS,
+      }),
   },
   {
     name: 'the Lambda kit',
-    run: ({ setup, clock }) => {
-      const startedAt = clock.now().getTime();
-      const remaining = () =>
-        BUDGET_MS + DEFAULT_SAFETY_MARGIN_MS - (clock.now().getTime() - startedAt);
-      return quietly(() =>
-        lambdaScheduledHandler(() => setup, { purgeMinute: false })(
-          { time: new Date(startedAt).toISOString() },
-          { getRemainingTimeInMillis: remaining },
-        ),
-      );
-    },
+    run: (world) => runLambdaKit(world, BUDGET_MS + DEFAULT_SAFETY_MARGIN_MS),
   },
   {
     name: 'the kick',
-    run: async (world) => {
-      const pending: Promise<unknown>[] = [];
-      kickAfterCommit(
-        { executionCtx: executionContext(pending) },
-        createDrainer(world.setup),
-        world.keys,
-        { budgetMs: BUDGET_MS, logger: failureLogger(world) },
-      );
-      await Promise.all(pending);
-      if (world.seen.failures.length > 0) throw world.seen.failures[0];
-    },
+    run: (world) => runKick(world, { budgetMs: BUDGET_MS }),
   },
   {
     name: "the admin's POST /drain",
-    run: async ({ setup, db }) => {
-      const admin = outboxAdmin({
-        store: outbox.store(db),
-        token: ADMIN_TOKEN,
-        drain: createDrainer(setup),
-      });
-      const response = await admin.request('/drain', {
-        method: 'POST',
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ budgetMs: BUDGET_MS }),
-      });
-      if (response.status !== 200) {
-        throw new Error(`POST /drain answered ${response.status}: ${await response.text()}`);
-      }
-    },
+    run: (world) => postDrain(world, { budgetMs: BUDGET_MS }),
   },
   {
     name: 'the Node schedule',
