@@ -386,4 +386,25 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
       },
     ],
   },
+  {
+    name: "a budget replaces the setup's timeouts",
+    row: 24,
+    edits: [
+      {
+        file: 'src/runtime/drainer.ts',
+        find: 'fittedTimeouts(request.budgetMs, clock, settings)',
+        replace: 'fittedTimeouts(request.budgetMs, clock, {})',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/cli/config-drain.test.ts',
+        name: 'a send timeout smaller than the budget allows is kept, not replaced by the default',
+      },
+      {
+        file: 'test/runtime/drain-builder.test.ts',
+        name: 'sendTimeoutMs reaches drainOnce: the drain does not start a 25 s send with 21 s of lease left',
+      },
+    ],
+  },
 ];

@@ -17,6 +17,7 @@ export {
   DEFAULT_SETTLE_GROUP_SIZE,
   type DrainOptions,
   type DrainReport,
+  type DrainTuning,
   type StopReason,
 } from './core/drain-settings.js';
 export {

@@ -1,18 +1,14 @@
 import type { DrainReport } from '../core/drain-settings.js';
 import type { Clock, Logger } from '../core/ports.js';
+import type { DrainRequest } from '../runtime/drainer.js';
 import type { PostgresOutboxStore } from '../store/postgres-store.js';
 import type { AdminSession, RevokedSessions, SessionSigner } from './admin-session.js';
 import type { ClientAddress } from './client-address.js';
 import type { FailedLoginThrottle } from './login-throttle.js';
 
-/** A bounded drain run on an operator's request (`POST /drain`). */
-export interface AdminDrainRequest {
-  /** Only these message keys. */
-  keys?: readonly string[];
-  maxMessages?: number;
-  /** Time the drain may take. */
-  budgetMs: number;
-}
+/** A bounded drain run on an operator's request (`POST /drain`): a `DrainRequest` with a budget. */
+export type AdminDrainRequest = Pick<DrainRequest, 'keys' | 'maxMessages'> &
+  Required<Pick<DrainRequest, 'budgetMs'>>;
 
 /** What `outboxAdmin` needs; everything but `store` is optional. */
 export interface OutboxAdminOptions {
@@ -24,7 +20,10 @@ export interface OutboxAdminOptions {
    * unconfigured deployment does not even advertise the surface.
    */
   token: string | undefined;
-  /** Runs a bounded drain with your senders; without it `POST /drain` answers 503. */
+  /**
+   * Runs a bounded drain with your senders and settings (`createDrainer(setup)`); without it
+   * `POST /drain` answers 503.
+   */
   drain?: (request: AdminDrainRequest) => Promise<DrainReport>;
   clock?: Clock;
   logger?: Logger;

@@ -2,7 +2,7 @@
  * The shape of `outbox.config.ts`: what a project tells the `outbox` command beyond the
  * environment. Types only and `defineConfig`, so a config file imports nothing heavy.
  */
-import type { DrainOptions } from '../core/drain-settings.js';
+import type { DrainTuning } from '../core/drain-settings.js';
 import type { SqlExecutor } from '../core/ports.js';
 import type { SenderRegistry } from '../core/sender.js';
 import type { OutboxOptions } from '../outbox.js';
@@ -16,23 +16,16 @@ export interface OutboxCliContext {
   env: Readonly<Record<string, string | undefined>>;
 }
 
-/** Drain settings; command-line flags win over these. */
-export interface OutboxCliDrainConfig
-  extends Pick<
-    DrainOptions,
-    | 'batchSize'
-    | 'concurrency'
-    | 'leaseMs'
-    | 'sendTimeoutMs'
-    | 'backoff'
-    | 'deadHeadBlocks'
-    | 'prefetch'
-    | 'settleGroupSize'
-    | 'settleGroupMs'
-  > {
+/**
+ * Drain settings: the fields `drainOnce` and `createDrainer` take by the same names
+ * ({@link DrainTuning}), which reach the drain as set (a `--budget-ms` or tick budget may only
+ * lower `sendTimeoutMs` and `roundTripReserveMs` to fit), and the loop's own two.
+ * `--batch-size`, `--concurrency`, `--interval` and `--budget-ms` win over these.
+ */
+export interface OutboxCliDrainConfig extends DrainTuning {
   /** Rest between drains when one found nothing left (`--interval`). */
   intervalMs?: number;
-  /** Each continuous drain's deadline (`--budget-ms`). */
+  /** Each drain's deadline (`--budget-ms`); default 60 s per continuous tick, none with `--once`. */
   budgetMs?: number;
 }
 

@@ -96,6 +96,28 @@ export interface DrainOptions {
   logger?: Logger;
 }
 
+/**
+ * The drain settings a user chooses once for every drain they run, by name. `outbox.config.ts`'s
+ * `drain`, `createDrainer` and the runtime kits' setup take exactly these fields, and they reach
+ * `drainOnce` as set; the only change on the way is a time budget lowering `sendTimeoutMs` and
+ * `roundTripReserveMs` to fit (`budgetedTimeouts`).
+ */
+export const DRAIN_TUNING_FIELDS = [
+  'batchSize',
+  'concurrency',
+  'leaseMs',
+  'sendTimeoutMs',
+  'roundTripReserveMs',
+  'backoff',
+  'deadHeadBlocks',
+  'prefetch',
+  'settleGroupSize',
+  'settleGroupMs',
+] as const satisfies readonly (keyof DrainOptions)[];
+
+/** The fields of {@link DRAIN_TUNING_FIELDS}, typed and documented as {@link DrainOptions} has them. */
+export type DrainTuning = Pick<DrainOptions, (typeof DRAIN_TUNING_FIELDS)[number]>;
+
 export interface DrainReport {
   /** Rows claimed for sending. */
   claimed: number;

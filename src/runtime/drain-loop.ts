@@ -9,15 +9,13 @@ import { isOutboxError } from '../core/errors.js';
 import { type Clock, systemClock } from '../core/ports.js';
 import type { PurgeReport } from '../core/purge.js';
 import { isRetryableDatabaseError } from '../drivers/postgres-errors.js';
-import { MIN_DRAIN_BUDGET_MS } from './drainer.js';
+import { type DrainRequest, MIN_DRAIN_BUDGET_MS } from './drainer.js';
 
-/** What one tick asks of the drain: a time budget, and the loop's stop signal. */
-export interface DrainTickRequest {
-  /** The tick's time budget in ms (turn it into a deadline with `budgetedTimeouts`). */
-  budgetMs: number;
-  /** Aborts when the loop is asked to stop; a drain that honours it stops claiming. */
-  signal: AbortSignal;
-}
+/**
+ * What one tick asks of its drain: the tick's time budget, and the loop's stop signal (a drain
+ * that honours it stops claiming). A `Drainer` takes it as it is.
+ */
+export type DrainTickRequest = Required<Pick<DrainRequest, 'budgetMs' | 'signal'>>;
 
 /** What a failed tick looked like, for `onError`. */
 export interface DrainLoopFailure {
@@ -54,7 +52,11 @@ export interface DrainLoopSummary {
 }
 
 export interface DrainLoopOptions {
-  /** One bounded drain: `drainOnce` with a deadline, or a runtime's `Drainer`. */
+  /**
+   * One bounded drain: `createDrainer(setup)`, so each tick drains with the setup's settings
+   * and a deadline and timeouts fitted to the tick's budget. Any function taking a
+   * {@link DrainTickRequest} will do (a test's stand-in).
+   */
   drain: (request: DrainTickRequest) => Promise<DrainReport>;
   /** Rest after a tick that left nothing due, and after a failed tick. */
   intervalMs: number;
@@ -111,7 +113,7 @@ export function isTransientDrainFailure(error: unknown): boolean {
  * @example
  * const stop = new AbortController();
  * const done = runDrainLoop({
- *   drain: ({ budgetMs, signal }) => drainOnce({ store, senders, signal, ...budgetedTimeouts(budgetMs) }),
+ *   drain: createDrainer({ store, senders, batchSize: 50 }),
  *   intervalMs: 5_000,
  *   budgetMs: 60_000,
  *   signal: stop.signal,

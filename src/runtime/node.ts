@@ -10,8 +10,7 @@ import { describeError } from '../core/errors.js';
 import type { Logger } from '../core/ports.js';
 import { type PurgeReport, type PurgeStore, purgeOnce } from '../core/purge.js';
 import { DEFAULT_PURGE_INTERVAL_MS, type DrainLoopSummary, runDrainLoop } from './drain-loop.js';
-import type { Drainer } from './drainer.js';
-import { MIN_DRAIN_BUDGET_MS } from './drainer.js';
+import { type Drainer, MIN_DRAIN_BUDGET_MS } from './drainer.js';
 
 export { DEFAULT_PURGE_INTERVAL_MS };
 
@@ -49,6 +48,7 @@ export function serveApp(
 export const DEFAULT_SCHEDULE_INTERVAL_MS = 5_000;
 
 export interface DrainScheduleOptions {
+  /** `createDrainer(setup)`: each tick runs it with the tick's budget and the stop signal. */
   drain: Drainer;
   purgeStore?: PurgeStore;
   intervalMs?: number;
@@ -66,7 +66,10 @@ export interface DrainScheduleOptions {
 }
 
 export interface DrainSchedule {
-  /** Lets the running tick finish (its drain settles everything), then stops. */
+  /**
+   * Stops: the running tick claims nothing more, its sends in flight finish and every outcome
+   * is recorded (rows claimed and not yet sent go back due), then the schedule resolves.
+   */
   stop(): Promise<void>;
   /** Settles when the schedule has stopped, with its ticks and totals. */
   stopped: Promise<DrainLoopSummary>;
@@ -87,7 +90,7 @@ export function startDrainSchedule(options: DrainScheduleOptions): DrainSchedule
   }
   const stop = new AbortController();
   const loop = runDrainLoop({
-    drain: ({ budgetMs }) => options.drain({ budgetMs }),
+    drain: options.drain,
     intervalMs,
     budgetMs,
     purge:

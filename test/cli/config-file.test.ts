@@ -11,6 +11,7 @@ import { pathToFileURL } from 'node:url';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/database.js';
+import { waitFor } from '../support/wait-for.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import {
   messageState,
@@ -18,6 +19,7 @@ import {
   REPO_ROOT,
   runOutbox,
   runOutboxInProcess,
+  startOutboxInProcess,
   webhookDrainEnv,
 } from './outbox-cli.js';
 
@@ -194,6 +196,74 @@ describe('outbox drain with outbox.config.ts', () => {
       `SELECT count(*)::int AS n FROM outbox.all_messages WHERE kind = 'audit.note'`,
     );
     expect(rows[0].n).toBe(0);
+  });
+});
+
+/**
+ * The user's report: with these drain timeouts in outbox.config.ts, every budgeted or continuous
+ * `outbox drain` exited 3 (the budget's default send timeout replaced the config's 3 s).
+ */
+const USER_TIMEOUTS_CONFIG = `import { defineConfig } from ${JSON.stringify(CONFIG_MODULE)};
+
+export default defineConfig({
+  kinds: { 'audit.note': true },
+  senders: ({ db }) => ({
+    // Notes what lease its row got, then never answers: only the send timeout ends it.
+    'audit.note': async (message, signal) => {
+      await db.query(
+        'INSERT INTO drain_probe (lease_ms) SELECT (extract(epoch FROM lease_expires_at - claimed_at) * 1000)::int FROM outbox.messages WHERE id = $1',
+        [message.id],
+      );
+      await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+    },
+  }),
+  drain: { leaseMs: 10000, sendTimeoutMs: 3000 },
+});
+`;
+
+describe('drain timeouts from outbox.config.ts', () => {
+  beforeEach(async () => {
+    await database.pool.query('CREATE TABLE IF NOT EXISTS drain_probe (lease_ms int NOT NULL)');
+    await database.pool.query('TRUNCATE drain_probe');
+  });
+
+  it('reach a budgeted `outbox drain --once` as the real process: a 10 s lease and a 3 s send timeout', async () => {
+    const path = join(dir, 'outbox.config.ts');
+    await writeFile(path, USER_TIMEOUTS_CONFIG);
+    const enqueued = await runOutboxInProcess(
+      ['enqueue', '--kind', 'audit.note', '--payload', '{}', '--json'],
+      { DATABASE_URL: database.url },
+      dir,
+    );
+    const { key } = JSON.parse(enqueued.stdout) as { key: string };
+    const result = await runOutbox(
+      ['--config', path, 'drain', '--once', '--budget-ms', '30000', '--json'],
+      drainEnv(),
+    );
+    expect(result.stderr).not.toContain('must exceed');
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ claimed: 1, retried: 1 });
+    const probe = await database.pool.query('SELECT lease_ms FROM drain_probe');
+    expect(probe.rows).toEqual([{ lease_ms: 10_000 }]);
+    const { rows } = await database.pool.query(
+      'SELECT last_error FROM outbox.messages WHERE key = $1',
+      [key],
+    );
+    expect(rows[0].last_error).toContain('send timed out after 3000 ms');
+  });
+
+  it('reach every tick of a continuous `outbox drain`', async () => {
+    await writeFile(join(dir, 'outbox.config.ts'), USER_TIMEOUTS_CONFIG);
+    const stop = new AbortController();
+    const run = startOutboxInProcess(['drain'], drainEnv(), stop.signal, dir);
+    await waitFor(
+      'the first tick',
+      () => run.stdout().includes('tick 1:') || run.stderr().includes('must exceed'),
+    );
+    stop.abort();
+    const { code, stderr } = await run.done;
+    expect(stderr).not.toContain('must exceed');
+    expect(code).toBe(0);
   });
 });
 

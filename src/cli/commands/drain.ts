@@ -1,12 +1,12 @@
-import { drainOnce } from '../../core/drain.js';
 import {
   DEFAULT_BATCH_SIZE,
-  type DrainOptions,
+  DRAIN_TUNING_FIELDS,
+  type DrainTuning,
   MAX_BATCH_SIZE,
   MAX_CONCURRENCY,
 } from '../../core/drain-settings.js';
 import { isTransientDrainFailure, runDrainLoop } from '../../runtime/drain-loop.js';
-import { budgetedTimeouts, MIN_DRAIN_BUDGET_MS } from '../../runtime/drainer.js';
+import { createDrainer, MIN_DRAIN_BUDGET_MS } from '../../runtime/drainer.js';
 import { describeFailure, ExitCode, isConnectionError, usageError } from '../cli-errors.js';
 import { writeJson, writeLine, writeNote } from '../cli-io.js';
 import { type CommandContext, defineCommand } from '../command.js';
@@ -56,21 +56,15 @@ export interface DrainArguments {
 
 /** The fields a config's `drain` may set; anything else is refused, not passed to drainOnce. */
 const DRAIN_CONFIG_FIELDS: ReadonlySet<string> = new Set<keyof OutboxCliDrainConfig>([
-  'batchSize',
-  'concurrency',
-  'leaseMs',
-  'sendTimeoutMs',
-  'backoff',
-  'deadHeadBlocks',
-  'prefetch',
-  'settleGroupSize',
-  'settleGroupMs',
+  ...DRAIN_TUNING_FIELDS,
   'intervalMs',
   'budgetMs',
 ]);
 
-/** Flags over the config's `drain`, over the defaults. */
-interface DrainSettings extends OutboxCliDrainConfig {
+/** Flags over the config's `drain`, over the defaults: the drainer's settings and the loop's. */
+interface DrainSettings {
+  /** What every drain runs with, as `createDrainer` takes it. */
+  tuning: DrainTuning;
   intervalMs: number;
   /** undefined: no deadline (`--once` with no budget given anywhere). */
   budgetMs: number | undefined;
@@ -165,17 +159,10 @@ async function runDrain(args: DrainArguments, context: CommandContext): Promise<
   const outbox = outboxFromEnv(io.env, config);
   return withDatabase(context, outbox, async ({ db, store }) => {
     const senders = await drainSenders({ io, config, configPath, context: { db, env: io.env } });
-    const { intervalMs, budgetMs, ...drainConfig } = settings;
-    const options: DrainOptions = {
-      ...drainConfig,
-      store,
-      senders,
-      signal: io.signal,
-      logger: cliLogger(io),
-    };
-    const budgetFor = (ms: number | undefined) => (ms === undefined ? {} : budgetedTimeouts(ms));
+    const { tuning, intervalMs, budgetMs } = settings;
+    const drain = createDrainer({ ...tuning, store, senders, logger: cliLogger(io) });
     if (args.once) {
-      const report = await drainOnce({ ...options, ...budgetFor(budgetMs) });
+      const report = await drain({ budgetMs, signal: io.signal });
       if (args.json) writeJson(io.stdout, report);
       else writeLine(io.stdout, describeReport(report));
       return ExitCode.ok;
@@ -185,8 +172,7 @@ async function runDrain(args: DrainArguments, context: CommandContext): Promise<
       `draining ${Object.keys(senders).join(', ')}, resting ${formatDuration(intervalMs)} when idle; Ctrl-C to stop`,
     );
     const summary = await runDrainLoop({
-      drain: ({ budgetMs: tickBudgetMs, signal }) =>
-        drainOnce({ ...options, signal, ...budgetFor(tickBudgetMs) }),
+      drain,
       intervalMs,
       budgetMs: budgetMs ?? DEFAULT_TICK_BUDGET_MS,
       signal: io.signal ?? new AbortController().signal,
@@ -273,5 +259,7 @@ function drainSettings(
       integerIn(1, MAX_CONCURRENCY),
       `a whole number from 1 to ${MAX_CONCURRENCY}`,
     );
-  return { ...config, intervalMs, budgetMs, batchSize, concurrency };
+  // Unknown fields were refused above: the rest of the config's `drain` is the drainer's, whole.
+  const { intervalMs: _interval, budgetMs: _budget, ...tuning } = config;
+  return { tuning: { ...tuning, batchSize, concurrency }, intervalMs, budgetMs };
 }
