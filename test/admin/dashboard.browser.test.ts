@@ -226,6 +226,34 @@ describe('the dashboard in a browser', () => {
       await attacker.close();
     }
   });
+
+  it("refuses a sign-in form another site's page posts, even with the right token", async (context) => {
+    if (unavailable) context.skip(unavailable);
+    const { browser, baseUrl } = harness!;
+    const target = `${baseUrl}/admin/login`;
+    // A page elsewhere that makes the operator's browser post tokens (here the right one, so
+    // only the origin check can be what refuses it; a wrong one would also feed the throttle).
+    const attacker = await startLoopbackServer((_request, response) => {
+      response.setHeader('content-type', 'text/html');
+      response.end(`<!doctype html><form method="post" action="${target}">
+        <input type="hidden" name="token" value="${ADMIN_TOKEN}"></form>
+        <script>document.forms[0].submit()</script>`);
+    });
+    const browserContext = await browser.newContext();
+    try {
+      const { page } = await newWatchedPage(browserContext);
+      const [response] = await Promise.all([
+        page.waitForResponse((response) => response.url() === target),
+        page.goto(attacker.url),
+      ]);
+      expect((await response.request().allHeaders())['sec-fetch-site']).toBe('same-site');
+      expect(response.status()).toBe(403);
+      expect(await browserContext.cookies()).toEqual([]);
+    } finally {
+      await browserContext.close();
+      await attacker.close();
+    }
+  });
 });
 
 /**
