@@ -257,9 +257,13 @@ export interface AdminBearerAuthOptions {
  * is always let in, wrong ones are counted per client address.
  *
  * @example
+ * import { adminBearerAuth, FailedLoginThrottle, outboxAdmin } from 'outbox-relay/admin';
+ *
  * const throttle = new FailedLoginThrottle();
- * app.route('/admin', outboxAdmin({ store, token, throttle }));
- * app.post('/webhook-endpoints', adminBearerAuth(token, { throttle }), register);
+ * app.route('/admin', outboxAdmin({ store, token: env.ADMIN_TOKEN, throttle }));
+ * app.post('/webhook-endpoints', adminBearerAuth(env.ADMIN_TOKEN, { throttle }), (c) =>
+ *   c.json({ registered: true }, 201),
+ * );
  */
 export function adminBearerAuth(
   token: string | undefined,

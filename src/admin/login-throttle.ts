@@ -64,9 +64,13 @@ interface FailureRecord {
  * `adminBearerAuth(token, { throttle })` to count both against the same record.
  *
  * @example
+ * import { adminBearerAuth, FailedLoginThrottle, outboxAdmin } from 'outbox-relay/admin';
+ *
  * const throttle = new FailedLoginThrottle();
- * app.route('/admin', outboxAdmin({ store, token, throttle }));
- * app.post('/internal/reindex', adminBearerAuth(token, { throttle }), reindex);
+ * app.route('/admin', outboxAdmin({ store, token: env.ADMIN_TOKEN, throttle }));
+ * app.post('/internal/reindex', adminBearerAuth(env.ADMIN_TOKEN, { throttle }), (c) =>
+ *   c.text('reindexing'),
+ * );
  */
 export class FailedLoginThrottle {
   private readonly records = new Map<string, FailureRecord>();
