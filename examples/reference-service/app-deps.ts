@@ -12,6 +12,7 @@ import {
   silentLogger,
   systemClock,
 } from 'outbox-relay';
+import { FailedLoginThrottle } from 'outbox-relay/admin';
 import { DEFAULT_IDEMPOTENCY_TTL_MS, IdempotencyRecords } from './idempotency.js';
 
 /**
@@ -50,6 +51,11 @@ export interface AppDeps {
    * Expired records are deleted by the scheduled purge (`idempotencyPurge` as `purgeWith`).
    */
   idempotencyTtlMs?: number;
+  /**
+   * Where wrong admin tokens are counted: `/admin` and `POST /webhook-endpoints` share it, so a
+   * guesser meets one record whichever it tries. Default: a new one for this app.
+   */
+  loginThrottle?: FailedLoginThrottle;
   clock?: Clock;
   newId?: IdGenerator;
   logger?: Logger;
@@ -75,6 +81,7 @@ export interface ResolvedDeps {
   emailFrom: string | undefined;
   maxBodyBytes: number;
   idempotency: IdempotencyRecords;
+  loginThrottle: FailedLoginThrottle;
   clock: Clock;
   newId: IdGenerator;
   logger: Logger;
@@ -87,6 +94,7 @@ export function resolveDeps(deps: AppDeps): ResolvedDeps {
   const logger = deps.logger ?? silentLogger;
   const drain = deps.drain;
   const kickEnabled = drain !== undefined && deps.kick !== false;
+  const clock = deps.clock ?? systemClock;
   return {
     db: deps.db,
     outbox: deps.outbox,
@@ -101,7 +109,8 @@ export function resolveDeps(deps: AppDeps): ResolvedDeps {
       appSchema,
       deps.idempotencyTtlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS,
     ),
-    clock: deps.clock ?? systemClock,
+    loginThrottle: deps.loginThrottle ?? new FailedLoginThrottle(clock),
+    clock,
     newId: deps.newId ?? randomId,
     logger,
     kickAfterCommit(c, keys) {

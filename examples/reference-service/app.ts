@@ -39,6 +39,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       drain: resolved.drain,
       clock: resolved.clock,
       logger: resolved.logger,
+      throttle: resolved.loginThrottle,
     }),
   );
 

@@ -38,7 +38,7 @@ import {
   sendersFromEnv,
   switchFromEnv,
 } from 'outbox-relay';
-import { adminBearerAuth } from 'outbox-relay/admin';
+import { adminBearerAuth, FailedLoginThrottle } from 'outbox-relay/admin';
 import { applyNeonLocalProxy } from 'outbox-relay/neon-local';
 import { createApp } from './app.js';
 import type { AppEnv } from './app-deps.js';
@@ -78,6 +78,12 @@ export interface ReferenceService {
   /** Kinds left without a sender, and why (emails without SES credentials). */
   skipped: SendersFromEnv['skipped'];
   adminToken: string | undefined;
+  /**
+   * Where wrong admin tokens are counted, for `/admin`, `POST /webhook-endpoints` and
+   * `POST /admin/migrate` alike. In memory: per process on Node, per build of the service
+   * elsewhere.
+   */
+  loginThrottle: FailedLoginThrottle;
   /** The after-commit kick; off with `OUTBOX_KICK=off`, leaving delivery to the schedule. */
   kick: boolean;
   logger: Logger;
@@ -119,6 +125,7 @@ export function referenceServiceFromEnv(
     drainer: { store, senders, logger, purgeWith: idempotencyPurge(db, DEFAULT_APP_SCHEMA) },
     skipped,
     adminToken: readEnv(env, 'ADMIN_TOKEN'),
+    loginThrottle: new FailedLoginThrottle(),
     kick: switchFromEnv(env, 'OUTBOX_KICK', true),
     logger,
   };
@@ -136,6 +143,7 @@ export function referenceApp(
     db: service.db,
     outbox: service.outbox,
     adminToken: service.adminToken,
+    loginThrottle: service.loginThrottle,
     drain: createDrainer(service.drainer),
     kick: service.kick,
     kickSubrequestBudget: options.kickSubrequestBudget,
@@ -165,7 +173,13 @@ export function serviceRouter(
   forward: (request: Request, c: Context) => Promise<Response>,
 ): Hono {
   const router = new Hono();
-  router.post(MIGRATE_PATH, adminBearerAuth(service.adminToken));
+  router.post(
+    MIGRATE_PATH,
+    adminBearerAuth(service.adminToken, {
+      throttle: service.loginThrottle,
+      logger: service.logger,
+    }),
+  );
   router.post(MIGRATE_PATH, async (c) => c.json(await migrateReferenceService(service)));
   router.all('*', (c) => forward(c.req.raw, c));
   router.onError((error, c) => {

@@ -1,13 +1,12 @@
-import { Hono, type MiddlewareHandler } from 'hono';
-import { timingSafeEqual } from 'hono/utils/buffer';
+import { Hono } from 'hono';
 import {
-  errorResponse,
   generateWebhookSecret,
   type NewMessage,
   quoteSchema,
   type Statement,
   webhookUrlProblem,
 } from 'outbox-relay';
+import { adminBearerAuth } from 'outbox-relay/admin';
 import { z } from 'zod';
 import type { AppEnv, ResolvedDeps } from './app-deps.js';
 import { commitOnce } from './commit-once.js';
@@ -29,14 +28,19 @@ const webhookEndpointBody = z.object({
 /**
  * `POST /webhook-endpoints`: registering a receiver of every user's and order's data is an
  * operator action, behind the admin token as `Authorization: Bearer <ADMIN_TOKEN>` (absent,
- * 404, when no token is configured, like `/admin`). The URL is checked with the same rule every
+ * 404, when no token is configured, like `/admin`). Wrong tokens count in the same throttle as
+ * `/admin`'s (the library's `adminBearerAuth`). The URL is checked with the same rule every
  * later enqueue applies, so a registered endpoint can never make a domain write fail.
  */
 export function webhookEndpointRoutes(deps: ResolvedDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const table = `${quoteSchema(deps.appSchema)}.webhook_endpoints`;
 
-  app.post('/webhook-endpoints', operatorOnly(deps), validJson(webhookEndpointBody), async (c) => {
+  const operatorOnly = adminBearerAuth(deps.adminToken, {
+    throttle: deps.loginThrottle,
+    logger: deps.logger,
+  });
+  app.post('/webhook-endpoints', operatorOnly, validJson(webhookEndpointBody), async (c) => {
     const input = c.req.valid('json');
     return commitOnce(c, deps, '/webhook-endpoints', input, async () => {
       const id = deps.newId();
@@ -60,20 +64,6 @@ export function webhookEndpointRoutes(deps: ResolvedDeps): Hono<AppEnv> {
     });
   });
   return app;
-}
-
-/** Lets the request through only with the admin token as a Bearer credential. */
-function operatorOnly(deps: ResolvedDeps): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
-    if (!deps.adminToken)
-      return errorResponse(c, 404, `no route for ${c.req.method} ${c.req.path}`);
-    const given = /^Bearer +(\S+) *$/i.exec(c.req.header('authorization') ?? '')?.[1];
-    if (given === undefined || !(await timingSafeEqual(deps.adminToken, given))) {
-      c.header('WWW-Authenticate', 'Bearer realm="reference-service"');
-      return errorResponse(c, 401, 'operator credential required: Authorization: Bearer <token>');
-    }
-    await next();
-  };
 }
 
 interface Subscriber {

@@ -8,11 +8,13 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { every } from 'hono/combine';
 import { getCookie, setCookie } from 'hono/cookie';
 import { secureHeaders } from 'hono/secure-headers';
+import { type Logger, silentLogger } from '../core/ports.js';
 import { errorResponse } from '../http/json-errors.js';
 import type { AdminEnv, ResolvedAdmin } from './admin-options.js';
 import { mountPath } from './admin-paths.js';
 import { ADMIN_SESSION_COOKIE, type AdminSession } from './admin-session.js';
-import { UNKNOWN_CLIENT } from './login-throttle.js';
+import { type ClientAddress, defaultClientAddress } from './client-address.js';
+import { FailedLoginThrottle, type FailedLoginVerdict, UNKNOWN_CLIENT } from './login-throttle.js';
 
 /** Header or form field carrying the CSRF token on cookie-authenticated state changes. */
 export const CSRF_HEADER = 'x-csrf-token';
@@ -67,23 +69,18 @@ export function adminConfigured(admin: ResolvedAdmin): MiddlewareHandler<AdminEn
 
 /**
  * Reads the credential, if any, into `c.var.adminAuth`; refuses only what is wrong outright: a
- * throttled or wrong Bearer token (429, 401), a cookie state change
- * without its CSRF token (403). Anonymous requests pass on; {@link requireAdmin} stops them.
+ * wrong Bearer token (401, or 429 while its address waits: see login-throttle), a cookie state
+ * change without its CSRF token (403). Anonymous requests pass on; {@link requireAdmin} stops
+ * them.
  */
 export function identifyAdmin(admin: ResolvedAdmin): MiddlewareHandler<AdminEnv> {
   return async (c, next) => {
-    const { token, signer } = admin;
-    if (!token || !signer) return errorResponse(c, 404, 'not found');
-    const header = c.req.header('authorization');
-    if (header !== undefined && /^bearer /i.test(header)) {
-      const address = clientKey(admin, c);
-      const waitMs = admin.throttle.waitMs(address);
-      if (waitMs > 0) return tooManyAttempts(c, waitMs);
-      if (!(await tokensMatch(header.slice('bearer '.length).trim(), token))) {
-        recordFailedLogin(admin, address, 'bearer');
-        return unauthorized(c);
-      }
-      admin.throttle.recordSuccess(address);
+    const { signer } = admin;
+    if (!admin.token || !signer) return errorResponse(c, 404, 'not found');
+    const given = bearerToken(c);
+    if (given !== undefined) {
+      const check = await checkAdminToken(admin, c, given, 'bearer');
+      if (!check.ok) return refusedToken(c, check);
       c.set('adminAuth', { method: 'bearer' });
       return next();
     }
@@ -102,6 +99,49 @@ export function identifyAdmin(admin: ResolvedAdmin): MiddlewareHandler<AdminEnv>
   };
 }
 
+/** What checks a presented admin token: the token, and the throttle wrong ones are counted in. */
+export interface AdminTokenGuard {
+  token: string | undefined;
+  throttle: FailedLoginThrottle;
+  clientAddress: ClientAddress;
+  logger: Logger;
+}
+
+/** A token's outcome: let in, or refused with the throttle's verdict (401, or 429 if throttled). */
+export type AdminTokenCheck = { ok: true } | ({ ok: false } & FailedLoginVerdict);
+
+/**
+ * Compares `given` with the admin token in constant time, first: the right token is let in
+ * whatever the throttle holds, so wrong tokens from the operator's address (a proxy everyone
+ * shares, a hostile page) cannot lock the operator out. A wrong token is then counted and judged
+ * by the throttle, with no await between the comparison's result and the record, and logged.
+ */
+export async function checkAdminToken(
+  guard: AdminTokenGuard,
+  c: Context,
+  given: string,
+  via: 'bearer' | 'form',
+): Promise<AdminTokenCheck> {
+  const { token } = guard;
+  if (token && given !== '' && (await tokensMatch(given, token))) return { ok: true };
+  const address = guard.clientAddress(c) || UNKNOWN_CLIENT;
+  const verdict = guard.throttle.recordFailure(address);
+  guard.logger.warn('admin sign-in with a wrong token', { client: address, via, ...verdict });
+  return { ok: false, ...verdict };
+}
+
+/** The token of an `Authorization: Bearer <token>` header; undefined for any other header. */
+function bearerToken(c: Context): string | undefined {
+  const header = c.req.header('authorization');
+  if (header === undefined || !/^bearer /i.test(header)) return undefined;
+  return header.slice('bearer '.length).trim();
+}
+
+/** A wrong Bearer token's answer: 429 with `Retry-After` while its address waits, else 401. */
+function refusedToken(c: Context, verdict: FailedLoginVerdict): Response {
+  return verdict.throttled ? tooManyAttempts(c, verdict.waitMs) : unauthorized(c);
+}
+
 /** Refuses anonymous requests: 401 JSON, or `onAnonymous`'s reply (the dashboard's sign-in). */
 export function requireAdmin(
   onAnonymous: (c: Context<AdminEnv>) => Response | Promise<Response> = unauthorized,
@@ -115,21 +155,6 @@ export function requireAdmin(
 /** Middlewares run in order as one (`hono/combine`'s `every`), typed for the admin app. */
 export function chain(...middlewares: MiddlewareHandler<AdminEnv>[]): MiddlewareHandler<AdminEnv> {
   return every(...(middlewares as MiddlewareHandler[])) as MiddlewareHandler<AdminEnv>;
-}
-
-/** Counts a wrong token toward the address's wait, and tells the operator's log. */
-export function recordFailedLogin(
-  admin: ResolvedAdmin,
-  address: string,
-  via: 'bearer' | 'form',
-): void {
-  const waitMs = admin.throttle.recordFailure(address);
-  admin.logger.warn('admin sign-in with a wrong token', { client: address, via, waitMs });
-}
-
-/** The throttle's key for this request's client. */
-export function clientKey(admin: ResolvedAdmin, c: Context): string {
-  return admin.clientAddress(c) || UNKNOWN_CLIENT;
 }
 
 /** Sets the session cookie: HttpOnly, SameSite=Strict, scoped to the mount path. */
@@ -168,10 +193,18 @@ export async function tokensMatch(given: string, expected: string): Promise<bool
   return difference === 0;
 }
 
-/** 429 with `Retry-After` in whole seconds. */
+/**
+ * 429 with `Retry-After` in whole seconds: wrong tokens from this address are refused for that
+ * long. The right token is still let in (see login-throttle).
+ */
 export function tooManyAttempts(c: Context, waitMs: number): Response {
-  c.header('Retry-After', String(Math.ceil(waitMs / 1000)));
-  return errorResponse(c, 429, 'too many wrong admin tokens from this address; wait and retry');
+  const seconds = Math.ceil(waitMs / 1000);
+  c.header('Retry-After', String(seconds));
+  return errorResponse(
+    c,
+    429,
+    `too many wrong admin tokens from this address: wrong tokens are refused for ${seconds} s`,
+  );
 }
 
 function unauthorized(c: Context): Response {
@@ -203,17 +236,51 @@ async function csrfTokenMatches(
   return given !== undefined && (await admin.signer!.csrfTokenMatches(session, given));
 }
 
+/** Options of {@link adminBearerAuth}; each defaults as in `outboxAdmin`. */
+export interface AdminBearerAuthOptions {
+  /**
+   * The record wrong tokens are counted in. Pass the one given to `outboxAdmin({ throttle })`
+   * so both count against it; default, a throttle of this guard's own.
+   */
+  throttle?: FailedLoginThrottle;
+  /** The client address wrong tokens are counted under. Default: `defaultClientAddress`. */
+  clientAddress?: ClientAddress;
+  /** Where wrong tokens are logged. Default: nowhere. */
+  logger?: Logger;
+}
+
 /**
  * A Bearer-token guard for a host app's own admin routes beside `outboxAdmin` (the reference
- * service's `POST /admin/migrate`): 404 without a token configured, 401 for a missing or wrong
- * one, in the same JSON shape. It keeps no state, so it does not throttle; keep such routes few.
+ * service's `POST /admin/migrate` and `POST /webhook-endpoints`): 404 without a token
+ * configured, 401 for a missing or wrong one, 429 for a wrong one while its address waits, in
+ * the same JSON shape. Wrong tokens go through the same throttle as the admin's: the right token
+ * is always let in, wrong ones are counted per client address.
+ *
+ * @example
+ * import { adminBearerAuth, FailedLoginThrottle, outboxAdmin } from 'outbox-relay/admin';
+ *
+ * const throttle = new FailedLoginThrottle();
+ * app.route('/admin', outboxAdmin({ store, token: env.ADMIN_TOKEN, throttle }));
+ * app.post('/webhook-endpoints', adminBearerAuth(env.ADMIN_TOKEN, { throttle }), (c) =>
+ *   c.json({ registered: true }, 201),
+ * );
  */
-export function adminBearerAuth(token: string | undefined): MiddlewareHandler {
+export function adminBearerAuth(
+  token: string | undefined,
+  options: AdminBearerAuthOptions = {},
+): MiddlewareHandler {
+  const guard: AdminTokenGuard = {
+    token: token || undefined,
+    throttle: options.throttle ?? new FailedLoginThrottle(),
+    clientAddress: options.clientAddress ?? defaultClientAddress,
+    logger: options.logger ?? silentLogger,
+  };
   return async (c, next) => {
-    if (!token) return errorResponse(c, 404, 'not found');
-    const header = c.req.header('authorization');
-    if (header === undefined || !/^bearer /i.test(header)) return unauthorized(c);
-    if (!(await tokensMatch(header.slice('bearer '.length).trim(), token))) return unauthorized(c);
+    if (!guard.token) return errorResponse(c, 404, 'not found');
+    const given = bearerToken(c);
+    if (given === undefined) return unauthorized(c);
+    const check = await checkAdminToken(guard, c, given, 'bearer');
+    if (!check.ok) return refusedToken(c, check);
     return next();
   };
 }

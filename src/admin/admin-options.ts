@@ -36,6 +36,11 @@ export interface OutboxAdminOptions {
   revokedSessions?: RevokedSessions;
   /** The client address failed logins are counted under. Default: `defaultClientAddress`. */
   clientAddress?: ClientAddress;
+  /**
+   * The record wrong tokens are counted in. Pass one shared with `adminBearerAuth` so your own
+   * token-guarded routes count against it too. Default: one of this app's own.
+   */
+  throttle?: FailedLoginThrottle;
 }
 
 /** How a request proved it may use the admin surface. */

@@ -6,7 +6,8 @@
  *
  * - `GET /`: the token form without a session; the overview with one.
  * - `POST /login` (field `token`): sets the session cookie, 303 to `/`; a wrong token gets the
- *   form again with 401; too many wrong tokens from one address, 429 (see login-throttle).
+ *   form again with 401; too many wrong tokens from one address, 429 (see login-throttle); a
+ *   post from another site, 403, and a body over 4 KiB, 413 (see login-guards), both unread.
  * - `POST /logout`: ends the session (revoked, cookie cleared).
  * - `GET /dashboard/messages?state=&kind=&cursor=`: a list page by page; `GET
  *   /dashboard/messages/:id`: one message whole; `GET /dashboard/find?key=`: by key or id.
@@ -18,19 +19,12 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isValidationError } from '../core/errors.js';
 import { isMessageId } from '../core/message-id.js';
 import { MESSAGE_STATES, type MessageRecord, type MessageState } from '../core/outbox-store.js';
-import {
-  chain,
-  clientKey,
-  isHttps,
-  recordFailedLogin,
-  requireAdmin,
-  setSessionCookie,
-  tokensMatch,
-} from './admin-auth.js';
+import { chain, checkAdminToken, isHttps, requireAdmin, setSessionCookie } from './admin-auth.js';
 import type { AdminEnv, ResolvedAdmin } from './admin-options.js';
 import { adminPaths } from './admin-paths.js';
 import { ADMIN_SESSION_COOKIE, SESSION_MAX_MS } from './admin-session.js';
 import { flashFromQuery } from './dashboard-flash.js';
+import { adminFormBodyLimit, refuseCrossSiteLogin } from './login-guards.js';
 import type { Markup } from './markup.js';
 import { messageListPage, messagePage } from './message-pages.js';
 import { lastHour } from './metrics.js';
@@ -59,7 +53,9 @@ export function registerDashboardRoutes(
   identify: MiddlewareHandler<AdminEnv>,
 ): void {
   const { store, clock } = admin;
-  const page = chain(anonymous, identify);
+  // Before `identify`, which reads a cookie state change's form for its CSRF token.
+  const formLimit = adminFormBodyLimit();
+  const page = chain(anonymous, formLimit, identify);
   const signedIn = chain(
     page,
     requireAdmin((c) => render(c, 401, loginPage(pathsOf(c), { error: 'Sign in first.' }))),
@@ -94,22 +90,20 @@ export function registerDashboardRoutes(
     );
   });
 
-  app.post('/login', anonymous, async (c) => {
+  app.post('/login', anonymous, refuseCrossSiteLogin(), formLimit, async (c) => {
     const paths = pathsOf(c);
-    const address = clientKey(admin, c);
-    const waitMs = admin.throttle.waitMs(address);
-    if (waitMs > 0) {
-      c.header('Retry-After', String(Math.ceil(waitMs / 1000)));
-      const error = `Too many wrong tokens. Try again in ${Math.ceil(waitMs / 1000)} s.`;
-      return render(c, 429, loginPage(paths, { error }));
-    }
     const form = await c.req.parseBody();
     const token = typeof form.token === 'string' ? form.token.trim() : '';
-    if (token === '' || !(await tokensMatch(token, admin.token!))) {
-      recordFailedLogin(admin, address, 'form');
-      return render(c, 401, loginPage(paths, { error: 'That token is not right. Try again.' }));
+    const check = await checkAdminToken(admin, c, token, 'form');
+    if (!check.ok) {
+      if (!check.throttled) {
+        return render(c, 401, loginPage(paths, { error: 'That token is not right. Try again.' }));
+      }
+      const seconds = Math.ceil(check.waitMs / 1000);
+      c.header('Retry-After', String(seconds));
+      const error = `Too many wrong tokens from this address: wrong ones are refused for ${seconds} s. The right token still signs in.`;
+      return render(c, 429, loginPage(paths, { error }));
     }
-    admin.throttle.recordSuccess(address);
     const now = clock.now();
     const { session, cookie } = await admin.signer!.issue(now);
     setSessionCookie(c, cookie, session, now);

@@ -1,5 +1,11 @@
 // `outbox-relay/admin`: the admin API, metrics and dashboard as a Hono app to mount in yours.
-export { ADMIN_CSP, adminBearerAuth, CSRF_FIELD, CSRF_HEADER } from './admin-auth.js';
+export {
+  ADMIN_CSP,
+  type AdminBearerAuthOptions,
+  adminBearerAuth,
+  CSRF_FIELD,
+  CSRF_HEADER,
+} from './admin-auth.js';
 export type {
   AdminAuth,
   AdminDrainRequest,
@@ -24,10 +30,13 @@ export {
   DASHBOARD_PAGE_SIZE,
   DASHBOARD_RECENT_ERRORS_LIMIT,
 } from './dashboard-routes.js';
+export { ADMIN_FORM_MAX_BODY_BYTES } from './login-guards.js';
 export {
   FAILED_LOGIN_BASE_DELAY_MS,
   FAILED_LOGIN_FREE_ATTEMPTS,
   FAILED_LOGIN_MAX_DELAY_MS,
+  FailedLoginThrottle,
+  type FailedLoginVerdict,
 } from './login-throttle.js';
 export { type HourTotals, prometheusText } from './metrics.js';
 export { outboxAdmin } from './outbox-admin.js';

@@ -16,7 +16,8 @@ import { FailedLoginThrottle } from './login-throttle.js';
  * Guarantees: without `token` every path answers 404; every request needs the token as a Bearer
  * header or a dashboard session (a signed, expiring cookie that never holds the token; logout
  * revokes it); cookie state changes need the session's CSRF token; wrong tokens are throttled per
- * client address; every reply is `no-store`, `nosniff` and under a CSP allowing no script. Links,
+ * client address, the right one never; sign-in refuses cross-site posts and bodies over 4 KiB
+ * unread; every reply is `no-store`, `nosniff` and under a CSP allowing no script. Links,
  * redirects and the cookie follow wherever it is mounted.
  *
  * Every route carries its own middleware rather than a `use('*')`, so mounting it (even at `/`)
@@ -43,7 +44,7 @@ export function outboxAdmin(options: OutboxAdminOptions): Hono<AdminEnv> {
     revokedSessions: options.revokedSessions ?? memoryRevokedSessions(),
     clientAddress: options.clientAddress ?? defaultClientAddress,
     signer: token ? new SessionSigner(token) : undefined,
-    throttle: new FailedLoginThrottle(clock),
+    throttle: options.throttle ?? new FailedLoginThrottle(clock),
   };
   const app = new Hono<AdminEnv>();
   const anonymous = chain(adminHeaders(), adminConfigured(admin));

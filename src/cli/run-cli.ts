@@ -9,18 +9,26 @@ import { parseCommandLine } from './command-line.js';
 import { commandNamed } from './command-registry.js';
 import { loadConfig } from './config-file.js';
 import { helpText } from './help.js';
+import { controlSafeSink } from './terminal-text.js';
 
 /**
  * Runs `outbox <argv...>`. Results go to `io.stdout`; every error is one line on `io.stderr`
  * starting `outbox: ` (plus the stack with OUTBOX_DEBUG=1), and the exit code says what kind
- * of failure it was (see `ExitCode`). The config file is looked up in `io.cwd` (default the
+ * of failure it was (see `ExitCode`). Control characters in anything printed come out escaped
+ * (see terminal-text). The config file is looked up in `io.cwd` (default the
  * process's) unless `--config` names one; help never loads it.
  *
  * @example
  * const { stdout, stderr, env } = process;
  * const code = await runCli(['list', '--state', 'dead'], { stdout, stderr, env });
  */
-export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCode> {
+export async function runCli(argv: readonly string[], given: CliIo): Promise<ExitCode> {
+  // Everything printed passes here: database text reaches the terminal as text (terminal-text).
+  const io: CliIo = {
+    ...given,
+    stdout: controlSafeSink(given.stdout),
+    stderr: controlSafeSink(given.stderr),
+  };
   try {
     const line = parseCommandLine(argv);
     if (line.command === 'help') {

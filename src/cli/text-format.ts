@@ -1,4 +1,5 @@
 /** How the CLI writes times, durations and tables for people (JSON output uses none of this). */
+import { escapeControlCharacters } from './terminal-text.js';
 
 /**
  * A duration the way an operator reads it: `850ms`, `4.2s`, `3m 12s`, `2h 5m`, `3d 4h`.
@@ -56,7 +57,8 @@ export function formatTable(rows: readonly (readonly string[])[]): string {
 }
 
 function shortCell(text: string): string {
-  const flat = text.replace(/\s+/g, ' ');
+  // Escaped here too (the output sink escapes anyway), so columns are measured as printed.
+  const flat = escapeControlCharacters(text.replace(/\s+/g, ' '));
   return flat.length > MAX_CELL_CHARACTERS ? `${flat.slice(0, MAX_CELL_CHARACTERS - 1)}…` : flat;
 }
 

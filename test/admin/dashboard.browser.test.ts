@@ -189,12 +189,7 @@ describe('the dashboard in a browser', () => {
     const target = `${baseUrl}/admin/dashboard/messages/${deadId}/retry`;
     // Another port on the same host is another origin but the same site, so even a SameSite=Strict
     // cookie goes along: only the CSRF token stands between this page and the retry.
-    const attacker = await startLoopbackServer((_request, response) => {
-      response.setHeader('content-type', 'text/html');
-      response.end(`<!doctype html><form method="post" action="${target}">
-        <input type="hidden" name="unrelated" value="1"></form>
-        <script>document.forms[0].submit()</script>`);
-    });
+    const attacker = await startSubmittingPage(target, { unrelated: '1' });
     const browserContext = await browser.newContext();
     try {
       const { page } = await newWatchedPage(browserContext);
@@ -221,6 +216,29 @@ describe('the dashboard in a browser', () => {
       });
       expect(forged.status).toBe(403);
       expect(await stateInDatabase(deadId)).toBe('dead');
+    } finally {
+      await browserContext.close();
+      await attacker.close();
+    }
+  });
+
+  it("refuses a sign-in form another site's page posts, even with the right token", async (context) => {
+    if (unavailable) context.skip(unavailable);
+    const { browser, baseUrl } = harness!;
+    const target = `${baseUrl}/admin/login`;
+    // A page elsewhere that makes the operator's browser post tokens (here the right one, so
+    // only the origin check can be what refuses it; a wrong one would also feed the throttle).
+    const attacker = await startSubmittingPage(target, { token: ADMIN_TOKEN });
+    const browserContext = await browser.newContext();
+    try {
+      const { page } = await newWatchedPage(browserContext);
+      const [response] = await Promise.all([
+        page.waitForResponse((response) => response.url() === target),
+        page.goto(attacker.url),
+      ]);
+      expect((await response.request().allHeaders())['sec-fetch-site']).toBe('same-site');
+      expect(response.status()).toBe(403);
+      expect(await browserContext.cookies()).toEqual([]);
     } finally {
       await browserContext.close();
       await attacker.close();
@@ -324,6 +342,21 @@ async function signIn(page: Page, baseUrl: string): Promise<void> {
     page.getByRole('button', { name: 'Sign in' }).click(),
   ]);
   await page.getByRole('heading', { name: 'Dead letters' }).waitFor();
+}
+
+/**
+ * Another site's page (another port: another origin, the same site) that posts a form with
+ * `fields` to `action` as soon as it loads.
+ */
+function startSubmittingPage(action: string, fields: Record<string, string>) {
+  const inputs = Object.entries(fields)
+    .map(([name, value]) => `<input type="hidden" name="${name}" value="${value}">`)
+    .join('');
+  return startLoopbackServer((_request, response) => {
+    response.setHeader('content-type', 'text/html');
+    response.end(`<!doctype html><form method="post" action="${action}">${inputs}</form>
+      <script>document.forms[0].submit()</script>`);
+  });
 }
 
 /** A page that records every dialog: an alert would mean injected markup ran. */

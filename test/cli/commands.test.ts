@@ -310,6 +310,35 @@ describe('list', () => {
     ).toEqual({ code: 0, stdout: 'no dead messages of kind webhook\n', stderr: '' });
   });
 
+  it('prints control characters from the database escaped, in text and in JSON, never raw', async () => {
+    // An ordering key that clears the screen and retitles the window, an error a receiver wrote
+    // with the C1 CSI, DEL, BEL and a CR that would overprint the line. (Kinds cannot hold
+    // control characters: the table's CHECK refuses them.)
+    const orderingKey = 'tenant\u001b[2J\u001b]0;pwned\u0007';
+    const lastError = 'HTTP 500: \u009b31mred\u009b0m\u007f\rfake line';
+    const id = await insertMessageIn(database.pool, 'dead');
+    await database.pool.query(
+      'UPDATE outbox.messages SET ordering_key = $2, last_error = $3 WHERE id = $1',
+      [id, orderingKey, lastError],
+    );
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: what must never be printed
+    const raw = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+
+    const text = await runOutboxInProcess(['list', '--state', 'dead'], env());
+    expect(text.code).toBe(0);
+    expect(text.stdout).not.toMatch(raw);
+    expect(text.stdout).toContain('tenant\\u001b[2J\\u001b]0;pwned\\u0007');
+    // A table cell's whitespace (the CR too) reads as one space.
+    expect(text.stdout).toContain('HTTP 500: \\u009b31mred\\u009b0m\\u007f fake line');
+    // Columns line up as printed: the header's LAST ERROR starts where the row's error does.
+    const [header, row] = text.stdout.split('\n');
+    expect(row!.indexOf('HTTP 500')).toBe(header!.indexOf('LAST ERROR'));
+
+    const json = await runOutboxInProcess(['list', '--state', 'dead', '--json'], env());
+    expect(json.stdout).not.toMatch(raw);
+    expect(JSON.parse(json.stdout).messages[0]).toMatchObject({ orderingKey, lastError });
+  });
+
   it('refuses a cursor it did not print, naming --cursor', async () => {
     expect(
       await runOutboxInProcess(['list', '--state', 'dead', '--cursor', 'nonsense'], env()),

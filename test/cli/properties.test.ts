@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { describeFailure, ExitCode } from '../../src/cli/cli-errors.js';
 import { parseCommandLine } from '../../src/cli/command-line.js';
+import { escapeControlCharacters } from '../../src/cli/terminal-text.js';
 import { useTestDatabase } from '../support/database.js';
 import { startOutboxInProcess } from './outbox-cli.js';
 
@@ -157,5 +158,20 @@ describe('outbox command-line properties', () => {
     // Both sides were exercised: some commands wrote, some were refused.
     expect(seen).toContain(ExitCode.ok);
     expect(seen).toContain(ExitCode.usage);
+  });
+});
+
+describe('printed text', () => {
+  it('escapes every control character but newline and tab, and JSON output keeps its values', () => {
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: what must never be printed
+    const raw = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 80 }), (text) => {
+        const printed = escapeControlCharacters(text);
+        expect(printed).not.toMatch(raw);
+        expect(JSON.parse(escapeControlCharacters(JSON.stringify({ text })))).toEqual({ text });
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

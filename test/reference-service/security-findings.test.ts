@@ -8,6 +8,7 @@ import type { AppDeps } from '../../examples/reference-service/app-deps.js';
 import { migrations as appMigrations } from '../../examples/reference-service/migrations.generated.js';
 import { referenceServiceFromEnv } from '../../examples/reference-service/service.js';
 import { SECRET_NOT_REPLAYED } from '../../examples/reference-service/webhook-endpoints.js';
+import { FAILED_LOGIN_FREE_ATTEMPTS } from '../../src/admin/index.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox, type Logger, runScheduledDrain } from '../../src/index.js';
 import { migrate } from '../../src/store/migrate.js';
@@ -186,7 +187,7 @@ describe.each(['neon-ws', 'neon-http'] as const)('security findings through %s',
         expect(response.status).toBe(401);
         expect(response.headers.get('www-authenticate')).toMatch(/^Bearer/);
         expect(await response.json()).toEqual({
-          error: expect.stringMatching(/credential required/),
+          error: expect.stringMatching(/token required/),
         });
       }
       // Auth comes before validation: an anonymous caller learns nothing about the rules.
@@ -210,6 +211,39 @@ describe.each(['neon-ws', 'neon-http'] as const)('security findings through %s',
       );
       expect(response.status).toBe(201);
       expect((await response.json()).secret).toMatch(/^whsec_/);
+    });
+
+    it("throttles wrong tokens (issue 25): 500 at once, the library's throttle answers all but the free few with 429, and the right token still registers", async () => {
+      const service = app({ clock: fakeClock() });
+      const body = { url: 'https://hooks.example.com/guessed', events: ['user.created'] };
+      const before = await rowCounts();
+      const guesses = await Promise.all(
+        Array.from({ length: 500 }, (_, index) =>
+          service.request(
+            '/webhook-endpoints',
+            post(body, { authorization: `Bearer guess-${index}` }),
+          ),
+        ),
+      );
+      const statuses = guesses.map((response) => response.status);
+      expect(statuses.filter((status) => status === 401)).toHaveLength(
+        FAILED_LOGIN_FREE_ATTEMPTS + 1,
+      );
+      expect(statuses.filter((status) => status === 429)).toHaveLength(
+        500 - FAILED_LOGIN_FREE_ATTEMPTS - 1,
+      );
+      expect(guesses.at(-1)!.headers.get('retry-after')).toBe('1');
+      expect(await rowCounts()).toEqual(before);
+      // One record with /admin: its wrong tokens are throttled too, and the right one is not.
+      const adminGuess = await service.request('/admin/stats', {
+        headers: { authorization: 'Bearer another-guess' },
+      });
+      expect(adminGuess.status).toBe(429);
+      const registered = await service.request(
+        '/webhook-endpoints',
+        post({ url: 'https://hooks.example.com/operator', events: ['user.created'] }, operator),
+      );
+      expect(registered.status).toBe(201);
     });
   });
 

@@ -27,6 +27,7 @@ const FORBIDDEN_INPUTS: [RegExp, string][] = [
   [/^src\/dev\/(?!neon-local-config\.ts$)/, 'src/dev (Node only)'],
   [/^src\/cli\//, 'the CLI'],
   [/node-host-resolver\.ts$/, 'the Node DNS resolver'],
+  [/node-checked-connect\.ts$|node_modules\/undici\//, 'the Node webhook connection (undici)'],
   [/xml-parser\.browser\.js$/, "the SDK's DOMParser-based XML parser (see wrangler.toml [alias])"],
 ];
 

@@ -5,10 +5,14 @@
  *
  * Checked before any connection is made: the scheme, the host's literal address or name, and
  * (where the runtime can resolve names) every address the name resolves to; which addresses are
- * refused is ./forbidden-addresses.ts. The limit: fetch resolves the name again when it connects,
- * so a name that answers differently the second time (DNS rebinding) can still reach a private
- * address. Closing that needs connecting to the checked address itself, which fetch cannot do;
- * deploy behind an egress firewall for that.
+ * refused is ./forbidden-addresses.ts.
+ *
+ * Fetch resolves the name again when it connects, so a name that answers a public address to the
+ * check and a private one to the connect (DNS rebinding) would get through the check alone. A
+ * {@link ConnectingHostResolver} closes that: the connection resolves through the same resolver
+ * and checks every address it would connect to, before connecting. `nodeHostResolver` is one
+ * (an undici dispatcher, ./node-checked-connect.ts). Workers need none: there is no resolver to
+ * call, and the platform's fetch cannot reach private or loopback ranges.
  */
 import {
   ConfigurationError,
@@ -24,6 +28,23 @@ export { forbiddenAddressReason } from './forbidden-addresses.js';
  * `nodeHostResolver` (`node:dns/promises` lookup with `all: true`); Workers have no resolver.
  */
 export type HostResolver = (hostname: string) => Promise<readonly string[]>;
+
+/**
+ * Why a connection to `address`, which `host` resolved to as the connection was made, is
+ * refused; undefined when it may go ahead.
+ */
+export type ConnectCheck = (host: string, address: string) => string | undefined;
+
+/**
+ * A {@link HostResolver} that fetch can connect through, so the connection goes only to an
+ * address that was checked: `nodeHostResolver` on Node. The webhook sender calls
+ * `connectingFetchOptions` once, with the destination policy's check, and passes what it returns
+ * to every fetch (on Node, `{ dispatcher }`: an undici Agent whose DNS lookup is this resolver
+ * and which refuses, unconnected, a name that resolves to an address the check refuses).
+ */
+export interface ConnectingHostResolver extends HostResolver {
+  connectingFetchOptions(check: ConnectCheck): Record<string, unknown>;
+}
 
 export interface DestinationPolicyOptions {
   /**
@@ -41,7 +62,9 @@ export interface DestinationPolicyOptions {
    * How to resolve host names, so a name that points at a private address is refused too.
    * Required in production: pass `nodeHostResolver` on Node, or `false` where the platform
    * itself blocks private egress (Cloudflare Workers: fetch cannot reach private or loopback
-   * ranges, and there is no resolver to call).
+   * ranges, and there is no resolver to call). A {@link ConnectingHostResolver} (as
+   * `nodeHostResolver` is) is used by the connection too, which closes DNS rebinding; a plain
+   * function is used by the check only.
    */
   resolveHost?: HostResolver | false;
 }
@@ -130,6 +153,28 @@ export function destinationCheck(options: DestinationPolicyOptions): Destination
       if (reason !== undefined) throw refuse(`${host} resolves to ${address}, ${reason}`);
     }
   };
+}
+
+/**
+ * What fetch needs, beyond the URL, so the connection goes only to addresses the policy allows:
+ * the connecting resolver's options (Node: `{ dispatcher }`), or `{}` when `resolveHost` is a
+ * plain function, `false` or unset. Build once per sender: on Node it holds a connection pool.
+ *
+ * At connect time the host's exemption is by name, whatever the port: `allowHosts` is the
+ * operator's list, and the port was already held to it by {@link destinationCheck}.
+ */
+export function connectingFetchOptions(options: DestinationPolicyOptions): Record<string, unknown> {
+  const resolveHost = options.resolveHost;
+  if (!resolveHost || !isConnectingResolver(resolveHost)) return {};
+  const exempt = new Set((options.allowHosts ?? []).map((entry) => parseAllowedHost(entry).host));
+  return resolveHost.connectingFetchOptions((host, address) => {
+    if (exempt.has(bareHost(host))) return undefined;
+    return forbiddenAddressReason(bareHost(address));
+  });
+}
+
+function isConnectingResolver(resolver: HostResolver): resolver is ConnectingHostResolver {
+  return typeof (resolver as Partial<ConnectingHostResolver>).connectingFetchOptions === 'function';
 }
 
 function forbiddenNameReason(host: string): string | undefined {

@@ -9,7 +9,11 @@ import {
 import { type Clock, systemClock } from '../../core/ports.js';
 import type { OutboundMessage, SendContext, Sender } from '../../core/sender.js';
 import { storableText } from '../../core/storable-text.js';
-import { type DestinationPolicyOptions, destinationCheck } from './destination-policy.js';
+import {
+  connectingFetchOptions,
+  type DestinationPolicyOptions,
+  destinationCheck,
+} from './destination-policy.js';
 import { retryAfterMs } from './retry-after.js';
 import { type ParsedWebhook, parseWebhookPayload, type WebhookPayload } from './webhook-payload.js';
 import { decodeWebhookSecret, signWebhook } from './webhook-signature.js';
@@ -81,7 +85,9 @@ const RETRYABLE_STATUSES = new Set([408, 425, 429]);
  * Before connecting, the URL must pass the destination policy (the SSRF guard: https only in
  * production; no loopback, private, link-local, metadata or other internal address, by literal,
  * by name or by what the name resolves to; `allowHosts` for exceptions). A refused URL is a
- * `PermanentDeliveryError` and no connection is made.
+ * `PermanentDeliveryError` and no connection is made. With `resolveHost: nodeHostResolver` the
+ * connection resolves the name through it again and goes only to an address that passes, so a
+ * name that rebinds to a private address after the check is refused too.
  *
  * | Response | Outcome |
  * | --- | --- |
@@ -115,6 +121,8 @@ const RETRYABLE_STATUSES = new Set([408, 425, 429]);
 export function webhookSender(config: WebhookSenderConfig): Sender {
   const lookupSecret = secretSource(config);
   const checkDestination = destinationCheck(config);
+  // On Node with nodeHostResolver: a dispatcher that connects only to addresses that pass.
+  const connection = connectingFetchOptions(config);
   const clock = config.clock ?? systemClock;
   const userAgent = config.userAgent ?? DEFAULT_WEBHOOK_USER_AGENT;
 
@@ -142,6 +150,7 @@ export function webhookSender(config: WebhookSenderConfig): Sender {
     let response: Response;
     try {
       response = await fetch(url, {
+        ...connection,
         method: 'POST',
         headers: { 'content-type': 'application/json', 'user-agent': userAgent, ...signature },
         body,
@@ -150,6 +159,9 @@ export function webhookSender(config: WebhookSenderConfig): Sender {
         signal,
       });
     } catch (error) {
+      // The connection refused the address the name now resolves to: the check's own verdict.
+      const cause = error instanceof Error ? error.cause : undefined;
+      if (isOutboxError(cause)) throw cause;
       if (signal.aborted) {
         throw new RetryableDeliveryError(
           `webhook to ${url.origin} abandoned: the send's time was up before a response`,
