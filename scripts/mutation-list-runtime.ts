@@ -8,6 +8,7 @@ const DRAIN = 'src/core/drain.ts';
 const SEND = 'src/core/send-outcome.ts';
 const APP_TEST = 'test/reference-service/app.test.ts';
 const BUDGET_TEST_FILE = 'test/store/subrequest-budget.test.ts';
+const LEASE_TEST_FILE = 'test/store/settle-leases.test.ts';
 
 /** A drain test in test/store/claim-cursor.test.ts (node-pg only, so no driver to pick). */
 const cursorTest = (name: string): NamedTest => ({ file: 'test/store/claim-cursor.test.ts', name });
@@ -169,8 +170,8 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: 'src/core/drain-run.ts',
-        find: '- 1 - run.queue.length - run.rowsOnWire;',
-        replace: '- 1 - run.queue.length;',
+        find: '- writesOwed(run) - run.queue.length - run.rowsOnWire\n',
+        replace: '- writesOwed(run) - run.queue.length\n',
       },
     ],
     tests: [
@@ -178,6 +179,27 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
         file: 'test/store/claims-on-wire.test.ts',
         name: 'keeps two claims on the wire under a large budget, within it',
         driver: 'node-pg',
+      },
+    ],
+  },
+  {
+    name: 'a claim keeps no settle write free for its lease',
+    row: 10,
+    edits: [
+      {
+        file: 'src/core/drain-run.ts',
+        find: '  return run.unsettledClaims + run.claimsOnWire;',
+        replace: '  return run.unsettledClaims > 0 || run.claimsOnWire > 0 ? 1 : 0;',
+      },
+    ],
+    tests: [
+      {
+        file: LEASE_TEST_FILE,
+        name: 'pays for the writes leases force: a budget of 50 is never overrun (batches of 3)',
+      },
+      {
+        file: LEASE_TEST_FILE,
+        name: 'pays for the writes leases force: a budget of 30 is never overrun (batches of 4)',
       },
     ],
   },
@@ -286,6 +308,27 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
       {
         file: 'test/store/settle-size.test.ts',
         name: 'a drain writes large payloads in settles of about 8 MB of payload at most',
+      },
+    ],
+  },
+  {
+    name: 'outcomes wait past their leases for a full group',
+    row: 22,
+    edits: [
+      {
+        file: 'src/core/settle-groups.ts',
+        find: '      this.#waiting[0]!.lease.endsAt - settings.roundTripReserveMs - settings.clock.now().getTime(),\n',
+        replace: '      MAX_TIMER_MS,\n',
+      },
+    ],
+    tests: [
+      {
+        file: LEASE_TEST_FILE,
+        name: 'an outcome is written before its lease ends, under a budget',
+      },
+      {
+        file: LEASE_TEST_FILE,
+        name: 'two overlapping drains with a 1 s lease send every message once',
       },
     ],
   },
