@@ -9,6 +9,7 @@ const SEND = 'src/core/send-outcome.ts';
 const APP_TEST = 'test/reference-service/app.test.ts';
 const BUDGET_TEST_FILE = 'test/store/subrequest-budget.test.ts';
 const LEASE_TEST_FILE = 'test/store/settle-leases.test.ts';
+const REFUSALS_TEST_FILE = 'test/store/settle-refusals.test.ts';
 
 /** A drain test in test/store/claim-cursor.test.ts (node-pg only, so no driver to pick). */
 const cursorTest = (name: string): NamedTest => ({ file: 'test/store/claim-cursor.test.ts', name });
@@ -329,6 +330,60 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
       {
         file: LEASE_TEST_FILE,
         name: 'two overlapping drains with a 1 s lease send every message once',
+      },
+    ],
+  },
+  {
+    name: 'a refused settle group fails the run instead of being split',
+    row: 23,
+    edits: [
+      {
+        file: 'src/core/settle-writes.ts',
+        find: "  if (failed.reason !== 'refused') {",
+        replace: '  if (true) {',
+      },
+    ],
+    tests: [
+      {
+        file: REFUSALS_TEST_FILE,
+        name: 'one outcome the database refuses does not take the others of its group with it',
+        driver: 'node-pg',
+      },
+    ],
+  },
+  {
+    name: 'a settle that may pass is split instead of tried again',
+    row: 23,
+    edits: [
+      {
+        file: 'src/core/settle-writes.ts',
+        find: "  if (error.retryable === true) return 'may pass';",
+        replace: "  if (error.retryable === true) return 'refused';",
+      },
+    ],
+    tests: [
+      {
+        file: REFUSALS_TEST_FILE,
+        name: 'a write that fails in a way that may pass is tried again whole',
+        driver: 'node-pg',
+      },
+    ],
+  },
+  {
+    name: 'a settle no retry can pass is tried again',
+    row: 23,
+    edits: [
+      {
+        file: 'src/core/settle-writes.ts',
+        find: "code.slice(0, 2)) ? 'refused' : 'fails again';",
+        replace: "code.slice(0, 2)) ? 'refused' : 'may pass';",
+      },
+    ],
+    tests: [
+      {
+        file: REFUSALS_TEST_FILE,
+        name: 'a write refused for a reason no part of it can pass fails the drain at once, untried again',
+        driver: 'node-pg',
       },
     ],
   },

@@ -8,12 +8,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
-import type { DrainOptions } from '../../src/core/drain-settings.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
 import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
 import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import { useTestDatabase } from '../support/database.js';
+import { SHORT_LEASE } from '../support/drain-fixtures.js';
 import { countingExecutor } from '../support/drivers.js';
 import { account, type DeliveryLedger, startDeliveryLedger } from './support/delivery-ledger.js';
 import { recordScenario } from './support/scenario-results.js';
@@ -21,15 +21,8 @@ import { recordScenario } from './support/scenario-results.js';
 const database = useTestDatabase();
 const WEBHOOKS = 120;
 const RECEIVER_DELAY_MS = 100;
-/** The options: a send, its group's wait and a settle fit the lease with 595 ms to spare. */
-const DRAIN_OPTIONS = {
-  subrequestBudget: 10_000,
-  batchSize: 2,
-  leaseMs: 1_000,
-  sendTimeoutMs: 300,
-  roundTripReserveMs: 100,
-  prefetch: false,
-} as const satisfies Partial<DrainOptions>;
+/** The options (SHORT_LEASE) under a budget Workers Paid gives by default. */
+const DRAIN_OPTIONS = { ...SHORT_LEASE, subrequestBudget: 10_000 } as const;
 /** How soon a drain that found nothing looks again: a tight cron, so drains keep overlapping. */
 const IDLE_PAUSE_MS = 20;
 /** The whole scenario must be done by then: about 7 s of sends on 2 drains, 1 s on 4. */
@@ -94,8 +87,8 @@ describe.each([
           const report = await drainOnce({
             store: outbox.store(counted),
             senders: { webhook },
-            concurrency,
             ...DRAIN_OPTIONS,
+            concurrency,
           });
           stale += report.stale;
           most = Math.max(most, counted.statements - statementsBefore + sentBy() - sendsBefore);

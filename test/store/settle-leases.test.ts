@@ -12,18 +12,9 @@ import { drainOnce } from '../../src/core/drain.js';
 import type { DrainOptions, DrainReport } from '../../src/core/drain-settings.js';
 import type { ClaimedMessage, OutboxStore } from '../../src/core/outbox-store.js';
 import { useTestDatabase } from '../support/database.js';
-import { freshOutbox, recordingSender, sleep } from '../support/drain-fixtures.js';
+import { freshOutbox, recordingSender, SHORT_LEASE, sleep } from '../support/drain-fixtures.js';
 import { useDriver } from '../support/drivers.js';
 
-/** The issue's options: a send, its group's wait and a settle fit a 1 s lease, 595 ms to spare. */
-const SHORT_LEASE = {
-  batchSize: 2,
-  concurrency: 1,
-  leaseMs: 1_000,
-  sendTimeoutMs: 300,
-  roundTripReserveMs: 100,
-  prefetch: false,
-} as const satisfies Partial<DrainOptions>;
 /** A receiver's answer time, as in the issue. */
 const SEND_MS = 100;
 /** Each claim and settle takes this long on the test's clock. */
