@@ -11,6 +11,8 @@ const APP_TEST = 'test/reference-service/app.test.ts';
 const BUDGET_TEST_FILE = 'test/store/subrequest-budget.test.ts';
 const PG_DRIVER = 'src/drivers/node-pg.ts';
 const LOST_NAMES_TEST = 'test/drivers/lost-prepared-statements.test.ts';
+const LEASE_TEST_FILE = 'test/store/settle-leases.test.ts';
+const REFUSALS_TEST_FILE = 'test/store/settle-refusals.test.ts';
 
 /** A drain test in test/store/claim-cursor.test.ts (node-pg only, so no driver to pick). */
 const cursorTest = (name: string): NamedTest => ({ file: 'test/store/claim-cursor.test.ts', name });
@@ -172,8 +174,8 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: 'src/core/drain-run.ts',
-        find: '- 1 - run.queue.length - run.rowsOnWire;',
-        replace: '- 1 - run.queue.length;',
+        find: '- writesOwed(run) - run.queue.length - run.rowsOnWire\n',
+        replace: '- writesOwed(run) - run.queue.length\n',
       },
     ],
     tests: [
@@ -181,6 +183,27 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
         file: 'test/store/claims-on-wire.test.ts',
         name: 'keeps two claims on the wire under a large budget, within it',
         driver: 'node-pg',
+      },
+    ],
+  },
+  {
+    name: 'a claim keeps no settle write free for its lease',
+    row: 10,
+    edits: [
+      {
+        file: 'src/core/drain-run.ts',
+        find: '  return run.unsettledClaims + run.claimsOnWire;',
+        replace: '  return run.unsettledClaims > 0 || run.claimsOnWire > 0 ? 1 : 0;',
+      },
+    ],
+    tests: [
+      {
+        file: LEASE_TEST_FILE,
+        name: 'pays for the writes leases force: a budget of 50 is never overrun (batches of 3)',
+      },
+      {
+        file: LEASE_TEST_FILE,
+        name: 'pays for the writes leases force: a budget of 30 is never overrun (batches of 4)',
       },
     ],
   },
@@ -404,6 +427,81 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
       {
         file: 'test/runtime/drain-builder.test.ts',
         name: 'sendTimeoutMs reaches drainOnce: the drain does not start a 25 s send with 21 s of lease left',
+      },
+    ],
+  },
+  {
+    name: 'outcomes wait past their leases for a full group',
+    row: 25,
+    edits: [
+      {
+        file: 'src/core/settle-groups.ts',
+        find: '      this.#waiting[0]!.lease.endsAt - settings.roundTripReserveMs - settings.clock.now().getTime(),\n',
+        replace: '      MAX_TIMER_MS,\n',
+      },
+    ],
+    tests: [
+      {
+        file: LEASE_TEST_FILE,
+        name: 'an outcome is written before its lease ends, under a budget',
+      },
+      {
+        file: LEASE_TEST_FILE,
+        name: 'two overlapping drains with a 1 s lease send every message once',
+      },
+    ],
+  },
+  {
+    name: 'a refused settle group fails the run instead of being split',
+    row: 26,
+    edits: [
+      {
+        file: 'src/core/settle-writes.ts',
+        find: "  if (failed.reason !== 'refused') {",
+        replace: '  if (true) {',
+      },
+    ],
+    tests: [
+      {
+        file: REFUSALS_TEST_FILE,
+        name: 'one outcome the database refuses does not take the others of its group with it',
+        driver: 'node-pg',
+      },
+    ],
+  },
+  {
+    name: 'a settle that may pass is split instead of tried again',
+    row: 26,
+    edits: [
+      {
+        file: 'src/core/settle-writes.ts',
+        find: "  if (error.retryable === true) return 'may pass';",
+        replace: "  if (error.retryable === true) return 'refused';",
+      },
+    ],
+    tests: [
+      {
+        file: REFUSALS_TEST_FILE,
+        name: 'a write that fails in a way that may pass is tried again whole',
+        driver: 'node-pg',
+      },
+    ],
+  },
+  {
+    name: 'a settle no retry can pass is tried again',
+    row: 26,
+    edits: [
+      {
+        file: 'src/core/settle-writes.ts',
+        find: "code.slice(0, 2)) ? 'refused' : 'fails again';",
+        replace: "code.slice(0, 2)) ? 'refused' : 'may pass';",
+      },
+    ],
+    tests: [
+      {
+        file: REFUSALS_TEST_FILE,
+        name: 'a write refused for a reason no part of it can pass fails the drain at once, untried again',
+        driver: 'node-pg',
       },
     ],
   },

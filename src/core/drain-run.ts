@@ -5,12 +5,24 @@
 import type { DrainOptions, DrainReport, Settings, StopReason } from './drain-settings.js';
 import type { ClaimCursor, ClaimedMessage } from './outbox-store.js';
 
+/**
+ * One claim's rows, as the settle groups and the budget see them: when their lease runs out,
+ * and how many have no outcome in a settle write yet. Under a budget each claim keeps one write
+ * free while any of its rows waits for one: the write its lease may force before the drain ends.
+ */
+export interface ClaimLease {
+  /** When the claim's lease runs out (ms since the epoch, on the drain's clock). */
+  endsAt: number;
+  /** Its rows whose outcome has not gone into a settle write: queued, sending or waiting. */
+  unsettled: number;
+}
+
 /** A claimed row waiting for a lane, with what proves and bounds its ownership. */
 export interface QueuedMessage {
   message: ClaimedMessage;
   claimToken: string;
-  /** When its lease runs out (ms since the epoch, on the drain's clock). */
-  leaseEndsAt: number;
+  /** The claim it came with: its lease end, and its rows still to be written. */
+  lease: ClaimLease;
 }
 
 export interface DrainRun {
@@ -24,6 +36,8 @@ export interface DrainRun {
   inFlight: number;
   /** Claimed rows whose outcome has not yet gone into a settle write (queued, sending, waiting). */
   unsettled: number;
+  /** Claims with such rows: each keeps one settle write free under a budget (see ClaimLease). */
+  unsettledClaims: number;
   /** Claims on the wire right now: at most {@link MAX_CLAIMS_ON_WIRE}. */
   claimsOnWire: number;
   /** Rows the claims on the wire may bring: the sum of their limits. */
@@ -70,6 +84,7 @@ export function newRun(
     queue: [],
     inFlight: 0,
     unsettled: 0,
+    unsettledClaims: 0,
     claimsOnWire: 0,
     rowsOnWire: 0,
     moreDue: true,
@@ -117,21 +132,44 @@ export function notify(run: DrainRun): void {
 }
 
 /**
- * Subrequests still free: spent ones are taken, and so is one settle while any claimed row
- * (or a claim on the wire) still waits for one: the last write of a drain is always paid for.
+ * Subrequests still free: spent ones are taken, and so is one settle write per claim whose rows
+ * are not all in a write yet, and per claim on the wire (see {@link writesOwed}): every write a
+ * lease may force is paid for, and so is the last write of a drain.
  */
 export function budgetLeft(run: DrainRun): number {
-  const owedSettle = run.unsettled > 0 || run.claimsOnWire > 0 ? 1 : 0;
-  return run.settings.subrequestBudget - spent(run) - owedSettle;
+  return run.settings.subrequestBudget - spent(run) - writesOwed(run);
 }
 
 /**
- * Sends the budget can still pay for in a new claim: one settle is always kept free (the one
- * the claim will owe, or the one already owed), and rows queued or on the wire in another
- * claim have their sends taken first.
+ * Settle writes the budget must keep free. A claim's rows are all written by the write its
+ * lease forces (every send of them ends before it: see reasonNotToSend in drain.ts), so one
+ * write per claim with rows still unwritten covers every forced write and the drain's last;
+ * a write that takes a claim's last rows is paid for by that claim.
+ */
+export function writesOwed(run: DrainRun): number {
+  return run.unsettledClaims + run.claimsOnWire;
+}
+
+/**
+ * Sends the budget can still pay for in a claim on the wire (counted in `claimsOnWire`, so its
+ * write is kept free): rows queued or on the wire in another claim have their sends taken first.
  */
 export function sendsAffordable(run: DrainRun): number {
-  return run.settings.subrequestBudget - spent(run) - 1 - run.queue.length - run.rowsOnWire;
+  return (
+    run.settings.subrequestBudget - spent(run) - writesOwed(run) - run.queue.length - run.rowsOnWire
+  );
+}
+
+/**
+ * Notes that one outcome of a claim went into a settle write; the claim's write is free again
+ * once none of its rows is left. Returns whether that was its last.
+ */
+export function noteWritten(run: DrainRun, lease: ClaimLease): boolean {
+  run.unsettled -= 1;
+  lease.unsettled -= 1;
+  if (lease.unsettled > 0) return false;
+  run.unsettledClaims -= 1;
+  return true;
 }
 
 function spent({ report }: DrainRun): number {

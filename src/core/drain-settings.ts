@@ -40,9 +40,11 @@ export interface DrainOptions {
   /**
    * Most subrequests this drain may make: SQL round trips, sends, and whatever senders report
    * through `SendContext.spend` (a secret read). Each is counted before it is made, and one
-   * settle is kept free while any claimed row still needs one, so the drain never makes one more
-   * (Workers cap subrequests per invocation: 50 on the free plan, 10,000 by default on paid).
-   * Under a budget, outcomes are written in full groups only. Default: no limit.
+   * settle is kept free per claim whose rows still need one (the write its lease may force, or
+   * the drain's last), so the drain never makes one more (Workers cap subrequests per
+   * invocation: 50 on the free plan, 10,000 by default on paid). Under a budget, outcomes are
+   * written in full groups, before the earliest of their leases ends, and at the end; not by
+   * age. Default: no limit.
    */
   subrequestBudget?: number;
   /** Rows per claim. Default {@link DEFAULT_BATCH_SIZE}. */
@@ -71,13 +73,15 @@ export interface DrainOptions {
   prefetch?: boolean;
   /**
    * Outcomes settle in groups: a group is written once it holds this many outcomes, or
-   * `settleGroupMs` after its first, one write at a time. Default {@link DEFAULT_SETTLE_GROUP_SIZE}.
+   * `settleGroupMs` after its first, one write at a time; and always before the earliest lease
+   * of its rows ends, less `roundTripReserveMs`, or another drain could claim a row whose
+   * outcome is still waiting and send it again. Default {@link DEFAULT_SETTLE_GROUP_SIZE}.
    */
   settleGroupSize?: number;
   /**
    * The longest an outcome waits for its group to fill before it is written. Under a finite
-   * `subrequestBudget` groups are written by size only (and at the end), since every write is
-   * a subrequest taken from sends. Default {@link DEFAULT_SETTLE_GROUP_MS}.
+   * `subrequestBudget` groups are written by size and by lease only (and at the end), since
+   * every write is a subrequest taken from sends. Default {@link DEFAULT_SETTLE_GROUP_MS}.
    *
    * Longer windows mean fewer, fuller writes: at 20 ms the server spent 30 to 45% less CPU per
    * message at 400 to 1,900 msg/s (docs/benchmarks.md, phase D), with no measurable change in

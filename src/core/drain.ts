@@ -1,5 +1,6 @@
 import {
   budgetLeft,
+  type ClaimLease,
   changed,
   type DrainRun,
   lowWater,
@@ -37,12 +38,13 @@ import { release, type Settlement } from './settlement.js';
  * next claim starts while fewer rows wait than the lanes will send during one claim's round
  * trip (`prefetch`), and a second one beside it only when sends outrun one claim per round trip
  * (`MAX_CLAIMS_ON_WIRE`); outcomes are written in small groups as sends finish
- * (`settleGroupSize`, `settleGroupMs`), one write on the wire at a time. No lane waits for
- * another lane's send.
+ * (`settleGroupSize`, `settleGroupMs`), and before the earliest of their leases ends, one write
+ * on the wire at a time. No lane waits for another lane's send.
  *
  * Guarantees: a message is sent only after a claim that committed, so two overlapping drains
  * never both send it while its lease lasts; every send starts only if it can finish (or time
- * out), wait for its group and be settled before both the lease and the deadline; outcome
+ * out), wait for its group and be settled before both the lease and the deadline, and its
+ * outcome is written before its lease ends, with or without a subrequest budget; outcome
  * writes carry the claim token, so a late writer cannot overwrite a newer owner.
  *
  * @example
@@ -64,12 +66,16 @@ export async function drainOnce(options: DrainOptions): Promise<DrainReport> {
     settles: new SettleGroups(run),
     context: sendContext(run),
   };
-  try {
-    const lanes = Array.from({ length: settings.concurrency }, () => lane(run, shared));
-    await Promise.all(lanes);
-  } finally {
-    shared.timeouts.stop();
-  }
+  // A lane that throws (only a logger, clock or random source can make it) fails the run, so
+  // the others stop and every outcome is still written: no timer outlives the drain.
+  const lanes = Array.from({ length: settings.concurrency }, () =>
+    lane(run, shared).catch((error: unknown) => {
+      run.failure ??= { error };
+      notify(run);
+    }),
+  );
+  await Promise.all(lanes);
+  shared.timeouts.stop();
   await shared.settles.writeAll();
   report.durationMs = clock.now().getTime() - startedAt;
   report.stopReason = run.stopReason ?? 'empty';
@@ -104,7 +110,7 @@ async function lane(run: DrainRun, { timeouts, settles, context }: LaneShared): 
     } else {
       settlement = outcomeOf(next.message, error, settings);
     }
-    settles.add({ message: next.message, settlement });
+    settles.add({ message: next.message, settlement }, next.lease);
     notify(run);
   }
 }
@@ -127,7 +133,7 @@ async function nextToSend(
       if (why) {
         noteStop(run, why);
         const settlement = release(settings.clock.now());
-        settles.add({ message: next.message, settlement });
+        settles.add({ message: next.message, settlement }, next.lease);
         continue;
       }
       run.report.sends += 1;
@@ -143,13 +149,15 @@ async function nextToSend(
 /**
  * Why a claimed row goes back unsent, if it does: a send starts only if its full timeout, its
  * group's wait and a settle fit before both its lease ends and the deadline, and the budget has
- * room for it beside the settle still owed.
+ * room for it beside the settle writes still owed. So every send of a claim ends before the
+ * write its lease forces (SettleGroups writes by the earliest lease end minus the round-trip
+ * reserve), and that write, paid for by the claim (see writesOwed), takes all of its outcomes.
  */
 function reasonNotToSend(next: QueuedMessage, run: DrainRun): StopReason | undefined {
   const { settings, options } = run;
   const now = settings.clock.now().getTime();
   const room =
-    Math.min(run.timeLeftMs(), next.leaseEndsAt - now) -
+    Math.min(run.timeLeftMs(), next.lease.endsAt - now) -
     settings.roundTripReserveMs -
     settings.settleGroupMs;
   if (options.signal?.aborted || run.failure) return 'aborted';
@@ -181,7 +189,7 @@ function claimIfLow(run: DrainRun, settles: SettleGroups): void {
     if (!run.lastClaimFound) run.claimsOver = true;
     if (!run.lastClaimFound || run.queue.length > 0 || run.inFlight > 0) return;
   }
-  if (claimsStopped(run)) return;
+  if (claimsStopped(run, false)) return;
   // Rows claimed and not yet recorded, or a claim on the wire: if this claim finds nothing, it
   // may only be because they still hold their ordering keys.
   const unrecorded = run.unsettled > 0 || settles.writing || run.claimsOnWire > 0;
@@ -226,28 +234,32 @@ function mayClaimBeside(run: DrainRun): boolean {
   );
 }
 
-/** A claim after a wait: the budget or a failure may have changed meanwhile. */
+/** A claim after a wait (counted on the wire): the budget or a failure may have changed meanwhile. */
 async function claimUnlessStopped(run: DrainRun): Promise<void> {
-  if (!claimsStopped(run)) await claim(run, false);
+  if (!claimsStopped(run, true)) await claim(run, false);
 }
 
-/** Whether claims are over for this drain; the first time a reason holds, it is noted. */
-function claimsStopped(run: DrainRun): boolean {
-  const stop = reasonNotToClaim(run);
+/**
+ * Whether claims are over for this drain; the first time a reason holds, it is noted. `onWire`:
+ * the claim in question is already counted in `claimsOnWire` (and so its settle write).
+ */
+function claimsStopped(run: DrainRun, onWire: boolean): boolean {
+  const stop = reasonNotToClaim(run, onWire);
   if (!stop) return false;
   noteStop(run, stop);
   run.claimsOver = true;
   return true;
 }
 
-function reasonNotToClaim(run: DrainRun): StopReason | undefined {
+function reasonNotToClaim(run: DrainRun, onWire: boolean): StopReason | undefined {
   const { settings, report } = run;
   if (run.options.signal?.aborted || run.failure) return 'aborted';
-  // Room for the claim itself and one send, beside the settle and the rows already spoken for.
+  // Room for the claim itself and one send, beside the claim's own settle write, the writes
+  // already owed and the rows already spoken for.
   if (
     run.budgetRefused ||
     settings.maxMessages - report.claimed - run.rowsOnWire <= 0 ||
-    sendsAffordable(run) < 2
+    sendsAffordable(run) - (onWire ? 0 : 1) < 2
   )
     return 'budget';
   // A claim is worth making only if one send, its group's wait and both round trips fit.
@@ -304,8 +316,12 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
   run.moreDue = claimed.length >= limit || exhausted.length > 0;
   run.lastClaimFound = claimed.length > 0 || exhausted.length > 0 || unrecorded;
   run.unsettled += claimed.length;
-  const leaseEndsAt = claimedAt.getTime() + settings.leaseMs;
-  for (const message of claimed) run.queue.push({ message, claimToken, leaseEndsAt });
+  if (claimed.length > 0) run.unsettledClaims += 1;
+  const lease: ClaimLease = {
+    endsAt: claimedAt.getTime() + settings.leaseMs,
+    unsettled: claimed.length,
+  };
+  for (const message of claimed) run.queue.push({ message, claimToken, lease });
   for (const message of exhausted) {
     settings.logger.warn('message dead: attempts exhausted by crashed drains', logFields(message));
   }

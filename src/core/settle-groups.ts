@@ -1,36 +1,53 @@
 /**
  * Outcomes written in small groups as sends finish, rather than once per batch after its slowest
  * send: one write on the wire at a time; the next group is whatever finished meanwhile, written
- * once it is full or has waited long enough.
+ * once it is full, has waited long enough, or its earliest lease is about to end.
  */
-import { budgetLeft, type DrainRun, notify } from './drain-run.js';
-import type { DrainReport } from './drain-settings.js';
-import { describeError, OutboxError } from './errors.js';
+import { budgetLeft, type ClaimLease, type DrainRun, noteWritten } from './drain-run.js';
 import {
   MAX_SETTLE_OUTCOMES,
   MAX_SETTLE_PAYLOAD_BYTES,
   type SettleRequest,
 } from './outbox-store.js';
-import type { Logger } from './ports.js';
-import type { Settlement } from './settlement.js';
-
-/** Attempts at writing a group's outcomes before giving up (the lease then covers for us). */
-const SETTLE_TRIES = 5;
+import { writeGroup } from './settle-writes.js';
 
 /**
- * The wait before the second settle try, growing 4x per try (100 ms, 400 ms, 1.6 s, 6.4 s),
- * each cut to the time left before the deadline: a connection cut, a Neon reply lost or a
- * PostgreSQL restart passes in about a second, and a settle given up on means every sent
- * message of its group goes out again after the lease.
+ * The longest timer Node and workerd arm as asked (2^31 - 1 ms, about 24.8 days); a longer one
+ * fires at once. A lease end further away is looked at again then.
  */
-const SETTLE_RETRY_WAIT_MS = 100;
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/** One outcome waiting for its write, with the claim it came with: its lease bounds the wait. */
+interface WaitingOutcome {
+  request: SettleRequest;
+  lease: ClaimLease;
+}
+
+/**
+ * When the waiting outcomes are written:
+ *
+ * - **Before the earliest of their leases ends**, less a round trip (`roundTripReserveMs`), with
+ *   or without a budget: past it another drain may claim the row and send it again. Every send
+ *   of a claim ends before that moment (reasonNotToSend in drain.ts), so this write takes all of
+ *   the claim's outcomes, and the claim's own settle write, kept free in the budget since the
+ *   claim (writesOwed in drain-run.ts), pays for it.
+ * - Once `settleGroupSize` wait, or (with no budget) `settleGroupMs` after the first of them.
+ *   Under a budget every write is a subrequest a send could have had, so groups are not written
+ *   by age there.
+ * - At the end of the drain and before its idle claim ({@link writeAll}).
+ *
+ * Under a budget a write starts only if it is paid for: it takes some claim's last outcomes, or
+ * the budget has a subrequest to spare beside the writes still owed.
+ */
 export class SettleGroups {
   readonly #run: DrainRun;
-  #waiting: SettleRequest[] = [];
+  /** Earliest lease end first: a write takes the outcomes whose leases end soonest. */
+  #waiting: WaitingOutcome[] = [];
   /** When the first outcome of the waiting group arrived (performance.now()). */
   #firstAt = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the armed timer fires (performance.now()). */
+  #timerAt = Number.POSITIVE_INFINITY;
   #writing: Promise<void> | undefined;
 
   constructor(run: DrainRun) {
@@ -42,66 +59,95 @@ export class SettleGroups {
     return this.#writing !== undefined;
   }
 
-  /** One outcome is known: it is written with its group. */
-  add(request: SettleRequest): void {
-    if (this.#waiting.length === 0) this.#firstAt = performance.now();
-    this.#waiting.push(request);
+  /** One outcome is known: it is written with its group, before `lease` ends. */
+  add(request: SettleRequest, lease: ClaimLease): void {
+    const waiting = this.#waiting;
+    if (waiting.length === 0) this.#firstAt = performance.now();
+    // Claims land in lease order nearly always: this is an append but for a claim that landed
+    // after a later one, or a row released long after its claim.
+    let index = waiting.length;
+    while (index > 0 && waiting[index - 1]!.lease.endsAt > lease.endsAt) index--;
+    waiting.splice(index, 0, { request, lease });
     this.#consider();
   }
 
   /**
-   * Writes everything still waiting, now, and resolves once no write is on the wire. Outcomes
-   * added later are grouped as before.
+   * Writes everything still waiting, now, and resolves once no write is on the wire, with no
+   * timer armed. Outcomes added later are grouped as before.
    */
   async writeAll(): Promise<void> {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#disarm();
     for (;;) {
       if (this.#writing) {
         await this.#writing;
         continue;
       }
       if (this.#waiting.length === 0) return;
-      this.#start();
+      this.#start(writable(this.#waiting));
     }
   }
 
-  /** Starts a write if the waiting group is due and affordable, or arms the timer for it. */
+  /** Starts a write if the waiting group is due and paid for, or arms the timer for it. */
   #consider(): void {
     const run = this.#run;
     if (this.#writing || this.#waiting.length === 0 || run.failure) return;
     const { settings } = run;
-    // Under a budget every write is a subrequest a send could have had: write by size only.
-    const byTime = !Number.isFinite(settings.subrequestBudget);
-    const age = performance.now() - this.#firstAt;
-    if (
-      this.#waiting.length >= settings.settleGroupSize ||
-      (byTime && age >= settings.settleGroupMs)
-    ) {
-      // A write that leaves claimed rows behind must leave the last write's subrequest free.
-      const leavesRows = run.unsettled > this.#waiting.length || run.claimsOnWire > 0;
-      if (!leavesRows || budgetLeft(run) >= 1) this.#start();
-      return;
+    const byAge = !Number.isFinite(settings.subrequestBudget);
+    const waitMs = Math.min(
+      this.#waiting[0]!.lease.endsAt - settings.roundTripReserveMs - settings.clock.now().getTime(),
+      byAge ? settings.settleGroupMs - (performance.now() - this.#firstAt) : MAX_TIMER_MS,
+    );
+    const due = this.#waiting.length >= settings.settleGroupSize || waitMs <= 0;
+    // Under a budget too short for a claim (its round trip, its write, a send) and a send per
+    // other lane, a write that completes two claims is made at once: it frees the writes they
+    // kept for sends and claims.
+    const free = budgetLeft(run);
+    const short = free < settings.concurrency + 2;
+    if (due || short) {
+      const taken = writable(this.#waiting);
+      const completed = short ? claimsCompleted(this.#waiting, taken) : 0;
+      // Paid for: a subrequest to spare beside the writes owed, or the write takes some
+      // claim's last outcomes and that claim's own write was kept free for it.
+      if ((due && (free >= 1 || completed >= 1)) || completed >= 2) {
+        this.#start(taken);
+        return;
+      }
     }
-    if (byTime && this.#timer === undefined) {
-      this.#timer = setTimeout(() => {
-        this.#timer = undefined;
-        this.#consider();
-      }, settings.settleGroupMs - age);
-    }
+    // Due and not paid for: a later outcome (a claim's last) or a write's end looks again.
+    if (!due) this.#arm(Math.min(waitMs, MAX_TIMER_MS));
   }
 
-  #start(): void {
+  #arm(waitMs: number): void {
+    const at = performance.now() + waitMs;
+    if (this.#timer !== undefined && this.#timerAt <= at) return;
+    clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#timerAt = Number.POSITIVE_INFINITY;
+      this.#consider();
+    }, waitMs);
+  }
+
+  #disarm(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    const taken = writable(this.#waiting);
-    const group = taken === this.#waiting.length ? this.#waiting : this.#waiting.slice(0, taken);
-    this.#waiting = taken === this.#waiting.length ? [] : this.#waiting.slice(taken);
-    this.#run.unsettled -= group.length;
-    this.#writing = writeGroup(group, this.#run)
+    this.#timerAt = Number.POSITIVE_INFINITY;
+  }
+
+  /** Writes the first `taken` waiting outcomes. */
+  #start(taken: number): void {
+    this.#disarm();
+    const run = this.#run;
+    const group = this.#waiting.splice(0, taken);
+    for (const { lease } of group) noteWritten(run, lease);
+    this.#writing = writeGroup(
+      group.map(({ request }) => request),
+      run,
+    )
       .catch((error: unknown) => {
         // Only a logger or clock that throws gets here: keep it for the drain to rethrow.
-        this.#run.failure ??= { error };
+        run.failure ??= { error };
       })
       .finally(() => {
         this.#writing = undefined;
@@ -110,87 +156,32 @@ export class SettleGroups {
   }
 }
 
+/** How many claims have their last unwritten outcomes among the first `taken` waiting. */
+function claimsCompleted(waiting: readonly WaitingOutcome[], taken: number): number {
+  const inWrite = new Map<ClaimLease, number>();
+  let completed = 0;
+  for (let index = 0; index < taken; index++) {
+    const { lease } = waiting[index]!;
+    const count = (inWrite.get(lease) ?? 0) + 1;
+    inWrite.set(lease, count);
+    if (count === lease.unsettled) completed += 1;
+  }
+  return completed;
+}
+
 /**
- * How many of the waiting outcomes, oldest first, one write takes: at most MAX_SETTLE_OUTCOMES,
- * and deliveries up to MAX_SETTLE_PAYLOAD_BYTES of payload (the one that passes it included).
- * What is left waits for the next write.
+ * How many of the waiting outcomes, earliest lease first, one write takes: at most
+ * MAX_SETTLE_OUTCOMES, and deliveries up to MAX_SETTLE_PAYLOAD_BYTES of payload (the one that
+ * passes it included). What is left waits for the next write.
  */
-function writable(waiting: readonly SettleRequest[]): number {
+function writable(waiting: readonly WaitingOutcome[]): number {
   const most = Math.min(waiting.length, MAX_SETTLE_OUTCOMES);
   let bytes = 0;
   for (let taken = 0; taken < most; taken++) {
-    const { message, settlement } = waiting[taken]!;
+    const { message, settlement } = waiting[taken]!.request;
     if (settlement.outcome !== 'delivered') continue;
     bytes += message.payloadBytes;
     if (bytes >= MAX_SETTLE_PAYLOAD_BYTES) return taken + 1;
   }
   return most;
-}
-
-/**
- * Records a group's outcomes in one statement. A failed write is tried again while time and
- * budget allow; if it still fails, the rows keep their lease and another drain takes them after
- * it: sent ones go out again with the same key, which is what the key is for. The failure is
- * kept on the run, which then sends no more and rethrows it.
- */
-async function writeGroup(requests: readonly SettleRequest[], run: DrainRun): Promise<void> {
-  const { settings, report } = run;
-  let lastError: unknown;
-  for (let tryNumber = 1; tryNumber <= SETTLE_TRIES; tryNumber++) {
-    // The first try is paid for (budgetLeft keeps a settle free); further tries need free budget.
-    if (tryNumber > 1) {
-      if (budgetLeft(run) < 1) break;
-      const room = run.timeLeftMs() - settings.roundTripReserveMs;
-      if (room <= 0) break;
-      await pause(Math.min(SETTLE_RETRY_WAIT_MS * 4 ** (tryNumber - 2), room));
-    }
-    report.roundTrips += 1;
-    report.settles += 1;
-    try {
-      const { stale } = await settings.store.settle(requests, settings.clock.now());
-      tally(requests, new Set(stale), report, settings.logger);
-      settings.logger.debug('outcomes settled', { outcomes: requests.length });
-      return;
-    } catch (error) {
-      lastError = error;
-      settings.logger.warn('settle failed', { tryNumber, error: describeError(error) });
-    }
-  }
-  run.failure ??= {
-    error: new OutboxError(
-      'OUTBOX_DATABASE',
-      `could not record the outcomes of ${requests.length} messages; their leases will expire and another drain will take them`,
-      { cause: lastError },
-    ),
-  };
-  notify(run);
-}
-
-function pause(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** The report's count for each recorded outcome. */
-const REPORTED_AS = {
-  delivered: 'delivered',
-  retry: 'retried',
-  dead: 'dead',
-  release: 'released',
-} as const satisfies Record<Settlement['outcome'], keyof DrainReport>;
-
-function tally(
-  requests: readonly SettleRequest[],
-  stale: ReadonlySet<string>,
-  report: DrainReport,
-  logger: Logger,
-): void {
-  for (const { message, settlement } of requests) {
-    const { id } = message;
-    if (stale.has(id)) {
-      report.stale += 1;
-      logger.warn('stale settle: another drain owns this message now', { id, settlement });
-      continue;
-    }
-    report[REPORTED_AS[settlement.outcome]] += 1;
-  }
 }

@@ -1,6 +1,6 @@
 /** Fixtures for drain tests: a movable clock, seeded randomness, recording senders. */
 
-import type { DrainReport, StopReason } from '../../src/core/drain-settings.js';
+import type { DrainOptions, DrainReport, StopReason } from '../../src/core/drain-settings.js';
 import type { ClaimRequest, OutboxStore } from '../../src/core/outbox-store.js';
 import type { Clock } from '../../src/core/ports.js';
 import type { OutboundMessage, Sender } from '../../src/core/sender.js';
@@ -29,6 +29,20 @@ export function fakeClock(start = new Date(Date.now() + 1000)): FakeClock {
     },
   };
 }
+
+/**
+ * Issue 25's drain: a 1 s lease and claims of 2, one lane, no claim ahead. A send (300 ms), its
+ * group's wait and a settle (100 ms) fit the lease with 595 ms to spare; under a budget its
+ * outcomes once waited seconds for a full group, and another drain sent them again.
+ */
+export const SHORT_LEASE = {
+  batchSize: 2,
+  concurrency: 1,
+  leaseMs: 1_000,
+  sendTimeoutMs: 300,
+  roundTripReserveMs: 100,
+  prefetch: false,
+} as const satisfies Partial<DrainOptions>;
 
 /** Deterministic [0, 1) numbers, so a "random" failure pattern repeats run to run. */
 export function seededRandom(seed: number): () => number {
