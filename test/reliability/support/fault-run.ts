@@ -100,7 +100,10 @@ export interface FaultRunOptions {
   driver: FaultDriver;
   ledger: DeliveryLedger;
   secret: string;
-  /** How long the app writes and the drains run under faults. */
+  /**
+   * How long the app writes and the drains run under faults; longer (up to 5 times) until at
+   * least 3 of the app's writes have committed.
+   */
   durationMs: number;
   /** Injects one fault; called at random moments. Returns what it did (for the count). */
   inject: () => Promise<unknown>;
@@ -134,6 +137,12 @@ export interface FaultRunResult extends Accounting {
   countedDeliveries: number;
 }
 
+/** Writes that must commit before a run under faults ends, however long past its duration. */
+const MIN_COMMITTED_WRITES = 3;
+
+/** The longest a run goes on waiting for {@link MIN_COMMITTED_WRITES}: this many durations. */
+const MAX_RUN_FACTOR = 5;
+
 /** Runs the app, the drains and the faults together, then finishes and accounts. */
 export async function runWithFaults(options: FaultRunOptions): Promise<FaultRunResult> {
   const { outbox, driver, ledger, random } = options;
@@ -164,8 +173,15 @@ export async function runWithFaults(options: FaultRunOptions): Promise<FaultRunR
   let drainRuns = 0;
   let drainErrors = 0;
   let settlesAbandoned = 0;
-  const endsAt = Date.now() + options.durationMs;
-  const running = () => Date.now() < endsAt;
+  let committedWrites = 0;
+  const startedAt = Date.now();
+  const endsAt = startedAt + options.durationMs;
+  // A run that committed nothing shows nothing: on a loaded machine a driver whose connections
+  // open slowly (Neon WebSocket through the proxy) can see every transaction of the window cut
+  // by a fault. The faults then go on until a few writes have committed, within a bound.
+  const lastEnd = startedAt + options.durationMs * MAX_RUN_FACTOR;
+  const running = () =>
+    Date.now() < endsAt || (committedWrites < MIN_COMMITTED_WRITES && Date.now() < lastEnd);
   const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
   const app = async () => {
@@ -177,8 +193,13 @@ export async function runWithFaults(options: FaultRunOptions): Promise<FaultRunR
         payload: { url: `${ledger.url}/app`, body: { rollBack } },
       }));
       (rollBack ? rolledBack : attempted).push(...messages.map((message) => message.key));
-      // A failure is the app's to see; whether it committed is read from the table at the end.
-      await driver.write(outbox, messages, rollBack).catch(() => {});
+      // A failure is the app's to see; whether it committed is read from the table at the end
+      // (a COMMIT whose reply was lost may have), and a write that returned did commit.
+      const wrote = await driver.write(outbox, messages, rollBack).then(
+        () => true,
+        () => false,
+      );
+      if (wrote && !rollBack) committedWrites += 1;
       await pause(5);
     }
   };
