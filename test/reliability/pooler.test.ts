@@ -6,7 +6,8 @@
  * drains overlap: two real `outbox drain` processes, an in-process drain schedule over pg and
  * one over Neon's WebSocket driver through the local Neon stand-in, aimed at the pooler. No
  * process is killed, so nothing may go out twice; no prepared-statement error may reach a
- * claim or a settle; no drain may exit; each pool warns once that it went unnamed.
+ * claim or a settle; no drain may exit; a pool that loses a name warns once that it went
+ * unnamed, never more.
  *
  * A CLI drain that exits is started again (as a supervisor would) and counted, so the figures
  * of a failing run say how it failed.
@@ -219,6 +220,12 @@ describe('behind PgBouncer 1.18 in transaction mode', () => {
     const cliErrorLines = cliDrains
       .flatMap((drain) => drain.stderrLines())
       .filter((line) => /prepared statement "/.test(line) && !line.includes(WARNING));
+    const warningsPerPool = [
+      pgWatch.warnings.length,
+      neonWatch.warnings.length,
+      ...cliDrains.flatMap((drain) => drain.warningsPerRun()),
+    ];
+    const poolsWarned = warningsPerPool.filter((count) => count > 0).length;
     const figures = {
       finished,
       states: await countByState(),
@@ -229,11 +236,9 @@ describe('behind PgBouncer 1.18 in transaction mode', () => {
       failedTicks: pgWatch.failedTicks + neonWatch.failedTicks,
       cliExits: cliDrains.reduce((sum, drain) => sum + drain.exits.length, 0),
       cliStopCodes: cliStops.map((stop) => stop.code),
-      warnings: {
-        pg: pgWatch.warnings.length,
-        neonWs: neonWatch.warnings.length,
-        cli: cliDrains.map((drain) => drain.warningsPerRun()),
-      },
+      // A pool warns when it first loses a name; one whose every statement happened to land
+      // on the server connection that prepared it has nothing to warn about.
+      mostWarningsOfOnePool: Math.max(...warningsPerPool),
     };
     expect(figures, `after ${elapsedMs} ms; CLI: ${cliErrorLines.slice(0, 3).join(' | ')}`).toEqual(
       {
@@ -246,7 +251,7 @@ describe('behind PgBouncer 1.18 in transaction mode', () => {
         cliExits: 0,
         cliStopCodes: Array(CLI_DRAINS).fill(0),
         // Each pool learns once that names do not survive, and says so once.
-        warnings: { pg: 1, neonWs: 1, cli: Array(CLI_DRAINS).fill([1]) },
+        mostWarningsOfOnePool: 1,
       },
     );
     // Every drain took part: the load was shared, not run by one.
@@ -258,7 +263,7 @@ describe('behind PgBouncer 1.18 in transaction mode', () => {
       runs: CLI_DRAINS + schedules.length,
       messages: committed.length,
       faults: 0,
-      injected: `none: the pooler moves clients between server connections, so no named statement survives; each of ${CLI_DRAINS + schedules.length} pools warned once and went unnamed`,
+      injected: `none: the pooler moves clients between server connections, so no named statement survives; ${poolsWarned} of ${warningsPerPool.length} pools lost a name, warned once and went unnamed`,
       lost: result.lost.length,
       duplicated: result.extraDeliveries,
       rolledBackSent: result.rolledBackSent.length,
