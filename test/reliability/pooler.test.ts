@@ -70,6 +70,7 @@ interface Watch {
   warnings: string[];
   lostNameErrors: number;
   failedTicks: number;
+  ticks: number;
 }
 
 /** An in-process drain schedule over `db`, watching what reaches its claims and settles. */
@@ -111,6 +112,9 @@ function scheduleOver(db: BatchSqlExecutor, watch: Watch, userAgent: string) {
     intervalMs: 100,
     budgetMs: 5_000,
     logger,
+    onTick: () => {
+      watch.ticks += 1;
+    },
   });
 }
 
@@ -146,6 +150,8 @@ function supervisedCliDrain() {
       current.child.kill('SIGINT');
       return current.exited;
     },
+    /** Whether the running process has finished a drain tick: it is connected and claiming. */
+    ticked: () => / tick \d+: /.test(runs.at(-1)!.stdout()),
     /** Every stderr line of every run. */
     stderrLines: () => runs.flatMap((run) => run.stderr().split('\n')),
     /** Warnings of each run: one pool per process. */
@@ -163,8 +169,8 @@ async function countByState(): Promise<Record<string, number>> {
 describe('behind PgBouncer 1.18 in transaction mode', () => {
   it(`${MESSAGES} webhooks, 2 outbox drain processes + pg + Neon WebSocket drains: each delivered once, no prepared-statement error, no exit`, async () => {
     const viaPooler = bouncer.urlFor(database.url);
-    const pgWatch: Watch = { warnings: [], lostNameErrors: 0, failedTicks: 0 };
-    const neonWatch: Watch = { warnings: [], lostNameErrors: 0, failedTicks: 0 };
+    const pgWatch: Watch = { warnings: [], lostNameErrors: 0, failedTicks: 0, ticks: 0 };
+    const neonWatch: Watch = { warnings: [], lostNameErrors: 0, failedTicks: 0, ticks: 0 };
     const pgPool = new pg.Pool({ connectionString: viaPooler, max: 10 });
     const neonPool = new NeonPool({ connectionString: viaPooler, max: 10 });
     const appPool = new pg.Pool({ connectionString: viaPooler, max: 2 });
@@ -179,6 +185,15 @@ describe('behind PgBouncer 1.18 in transaction mode', () => {
         'neon-ws-drain',
       ),
     ];
+
+    // Every drain connected and claiming before the first message: a Neon WebSocket through the
+    // stand-in and the pooler takes longest to open, and the others could drain everything
+    // before it claimed once.
+    await waitFor(
+      'every drain to finish a first tick',
+      () => pgWatch.ticks > 0 && neonWatch.ticks > 0 && cliDrains.every((drain) => drain.ticked()),
+      60_000,
+    );
 
     // The app: transactions of 50 webhooks through the pooler, as its own code would write them.
     const committed: string[] = [];
