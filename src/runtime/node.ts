@@ -46,6 +46,7 @@ export async function serveApp(
 export { nodeHostResolver } from '../senders/webhook/node-host-resolver.js';
 export {
   DEFAULT_PURGE_INTERVAL_MS,
+  type DrainLoopFailure,
   type DrainLoopOptions,
   type DrainLoopSummary,
   isTransientDrainFailure,
