@@ -1,28 +1,29 @@
 /**
- * A user's own app (test/fixtures/own-app: its own table, routes and sender; NOT the reference
- * service) built on the library's public exports: enqueue in its own transaction, the Workers
- * kit's cron in real workerd (`wrangler dev`), and the Lambda kit's scheduled handler from an
- * esbuild bundle invoked with an EventBridge event. Both deliver through real PostgreSQL (via
- * the local Neon stand-in, over Neon's HTTP driver) to a loopback webhook receiver.
+ * A user's own app (examples/own-app, shipped in the package as an example: its own table,
+ * routes and sender; NOT the reference service) built on the library's public exports, run as
+ * its README says: its migrate.ts, the Workers kit's cron in real workerd (`wrangler dev`), the
+ * Lambda kit's scheduled handler from an esbuild bundle invoked with an EventBridge event, and
+ * node.ts in its own process. Each delivers through real PostgreSQL (Workers and Lambda via the
+ * local Neon stand-in, over Neon's HTTP driver) to a loopback webhook receiver.
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { generateWebhookSecret, pgExecutor } from 'outbox-relay';
+import { promisify } from 'node:util';
+import { build } from 'esbuild';
+import { generateWebhookSecret } from 'outbox-relay';
 import type { LambdaContextLike } from 'outbox-relay/aws-lambda';
 import { type NeonProxy, startNeonProxy } from 'outbox-relay/dev';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildLambda } from '../scripts/build-lambda.js';
-import { migrateOwnApp } from './fixtures/own-app/app.js';
 import { freePort, startWranglerDev, type WranglerDev } from './runtime/wrangler-dev.js';
 import { useTestDatabase } from './support/database.js';
 import { waitFor } from './support/wait-for.js';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
 
-const fixture = fileURLToPath(new URL('./fixtures/own-app/', import.meta.url));
+const example = fileURLToPath(new URL('../examples/own-app/', import.meta.url));
 const database = useTestDatabase();
 const WEBHOOK_SECRET = generateWebhookSecret();
 
@@ -30,9 +31,21 @@ let proxy: NeonProxy;
 let receiver: WebhookReceiver;
 
 beforeAll(async () => {
-  await migrateOwnApp(pgExecutor(database.pool));
   proxy = await startNeonProxy({ postgres: { host: database.host, port: database.port } });
   receiver = await startWebhookReceiver();
+  // As its README says: migrate.ts once, over Neon HTTP, before the Worker or the Lambda runs.
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--import', 'tsx', join(example, 'migrate.ts')],
+    {
+      env: {
+        ...process.env,
+        DATABASE_URL: database.url,
+        NEON_LOCAL_PROXY: `127.0.0.1:${proxy.port}`,
+      },
+    },
+  );
+  expect(stdout).toContain('migrated');
 });
 
 afterAll(async () => {
@@ -74,7 +87,7 @@ describe('an app of its own on Workers', () => {
         KICK: 'off',
         ADMIN_TOKEN: 'own-app-admin',
       },
-      { config: join(fixture, 'wrangler.toml') },
+      { config: join(example, 'wrangler.toml') },
     );
   }, 120_000);
 
@@ -154,9 +167,20 @@ describe('an app of its own on Lambda', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('its EventBridge drain, built with esbuild, delivers what a request wrote', async () => {
-    const [bundle] = await buildLambda(dir, join(fixture, 'lambda.ts'), { drain: 'drain' });
-    const handlers = (await import(bundle!.path)) as {
+  it('its EventBridge drain, bundled by the plain esbuild command its README gives, delivers what a request wrote', async () => {
+    // The build its README gives: `esbuild lambda.ts --bundle --platform=node --format=esm
+    // --target=node20 --outfile=dist/lambda.mjs`, with no banner or other flag.
+    const outfile = join(dir, 'lambda.mjs');
+    await build({
+      entryPoints: [join(example, 'lambda.ts')],
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      outfile,
+      logLevel: 'warning',
+    });
+    const handlers = (await import(outfile)) as {
       drain: (
         event: Record<string, unknown>,
         context: LambdaContextLike,
@@ -165,7 +189,7 @@ describe('an app of its own on Lambda', () => {
       }>;
     };
     // The request's write, committed by the app's own route (no kick: the schedule delivers).
-    const { ownApp } = await import('./fixtures/own-app/app.js');
+    const { ownApp } = await import('../examples/own-app/app.js');
     const { neon, neonConfig } = await import('@neondatabase/serverless');
     const { neonHttpExecutor } = await import('outbox-relay');
     neonConfig.fetchEndpoint = () => `http://127.0.0.1:${proxy.port}/sql`;
@@ -199,9 +223,9 @@ describe('an app of its own on Lambda', () => {
 });
 
 describe('an app of its own on Node', () => {
-  it('serves, kicks each write to delivery, and stops cleanly on SIGTERM', async () => {
+  it('serves, kicks each write to delivery, logs a JSON line per scheduled run, and stops cleanly on SIGTERM', async () => {
     const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', join(fixture, 'node.ts')], {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(example, 'node.ts')], {
       env: {
         ...process.env,
         DATABASE_URL: database.url,
@@ -228,6 +252,23 @@ describe('an app of its own on Node', () => {
       });
       expect(response.status).toBe(201);
       await waitFor('the kicked webhook', () => verifiedFor('node ticket').length === 1);
+      // The schedule's own record of its runs: a JSON line per tick, and the first tick's purge.
+      const jsonLines = () =>
+        output
+          .split('\n')
+          .filter((line) => line.startsWith('{'))
+          .map((line) => JSON.parse(line) as Record<string, unknown>);
+      await waitFor('the first tick and its purge logged', () =>
+        ['outbox drain', 'outbox purge'].every((message) =>
+          jsonLines().some((line) => line.message === message),
+        ),
+      );
+      expect(jsonLines().find((line) => line.message === 'outbox drain')).toMatchObject({
+        level: 'info',
+        runtime: 'node',
+        tick: 1,
+        stopReason: 'empty',
+      });
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
     } finally {

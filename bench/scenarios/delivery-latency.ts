@@ -10,7 +10,6 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { createApp } from '../../examples/reference-service/app.js';
 import { migrations as appMigrations } from '../../examples/reference-service/migrations.generated.js';
-import { silentLogger } from '../../src/core/ports.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
 import { createDrainer } from '../../src/runtime/drainer.js';
@@ -57,7 +56,7 @@ export const deliveryLatencyScenario: Scenario = {
       await migrate(db, { schema: 'app', migrations: appMigrations });
       const outbox = createOutbox();
       const secret = generateWebhookSecret();
-      const drain = createDrainer({
+      const setup = {
         store: outbox.store(db),
         senders: {
           webhook: webhookSender({
@@ -67,7 +66,8 @@ export const deliveryLatencyScenario: Scenario = {
             resolveHost: false,
           }),
         },
-      });
+      };
+      const drain = createDrainer(setup);
       await pool.query(
         `INSERT INTO app.webhook_endpoints (id, url, events, secret)
          VALUES (gen_random_uuid(), $1, ARRAY['user.created'], $2)`,
@@ -81,10 +81,10 @@ export const deliveryLatencyScenario: Scenario = {
         const app = createApp({ db, outbox, drain, kick: mode === 'kick' });
         const served = await serveApp(app, { port: 0 });
         // The schedule runs in both modes, as in production: with the kick it is the safety net.
-        const schedule = startDrainSchedule({
-          drain,
+        const schedule = startDrainSchedule(setup, {
           intervalMs: SCHEDULE_INTERVAL_MS,
-          logger: silentLogger,
+          purgeIntervalMs: false,
+          logRuns: false,
         });
         try {
           const sentAt = new Map<string, number>();

@@ -30,12 +30,9 @@ const PREFETCH_OFF_BATCH = 25;
 /** Adds `delayMs` before every query: a far-away database as seen from the drain. */
 export function delayedExecutor(inner: SqlExecutor, delayMs: number): SqlExecutor {
   return {
-    async query<Row = Record<string, unknown>>(
-      text: string,
-      params?: unknown[],
-    ): Promise<QueryResult<Row>> {
+    async query(text: string, params?: unknown[]): Promise<QueryResult> {
       await sleep(delayMs);
-      return inner.query<Row>(text, params);
+      return inner.query(text, params);
     },
   };
 }

@@ -76,11 +76,11 @@ export function domainRoutes(deps: ResolvedDeps): Hono<AppEnv> {
   app.post('/orders', validJson(orderBody), async (c) => {
     const input = c.req.valid('json');
     return commitOnce(c, deps, '/orders', input, async () => {
-      const { rows } = await deps.db.query<{ email: string; name: string }>(
+      const { rows } = await deps.db.query(
         `SELECT email, name FROM ${schema}.users WHERE id = $1`,
         [input.userId],
       );
-      const customer = rows[0];
+      const customer = rows[0] as { email: string; name: string } | undefined;
       if (!customer) {
         return rejection(422, 'unknown user', [{ path: ['userId'], message: 'no such user' }]);
       }

@@ -16,7 +16,8 @@ export function endpointSecretLookup(
     WHERE id = $1 AND disabled_at IS NULL`;
   return async (endpointId) => {
     if (!/^[0-9a-f-]{36}$/i.test(endpointId)) return undefined;
-    const { rows } = await db.query<{ secret: string }>(text, [endpointId]);
-    return rows[0]?.secret;
+    const { rows } = await db.query(text, [endpointId]);
+    const secret = rows[0]?.secret;
+    return typeof secret === 'string' ? secret : undefined;
   };
 }

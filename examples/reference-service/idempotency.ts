@@ -1,5 +1,4 @@
 import {
-  type QueryResult,
   quoteSchema,
   type SqlExecutor,
   type Statement,
@@ -60,12 +59,11 @@ export class IdempotencyRecords {
   }
 
   async lookup(route: string, key: string, hash: string, now: Date): Promise<IdempotencyLookup> {
-    const result: QueryResult<{ request_hash: string; status: number; response: unknown }> =
-      await this.db.query(
-        `SELECT request_hash, status, response FROM ${this.table}
-         WHERE route = $1 AND key = $2 AND expires_at > $3`,
-        [route, key, now],
-      );
+    const result = await this.db.query(
+      `SELECT request_hash, status, response FROM ${this.table}
+       WHERE route = $1 AND key = $2 AND expires_at > $3`,
+      [route, key, now],
+    );
     const row = result.rows[0];
     if (!row) return { kind: 'new' };
     if (row.request_hash !== hash) return { kind: 'mismatch' };

@@ -14,7 +14,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createDrainer, describeError, postgresUrlFromEnv } from 'outbox-relay';
+import { describeError, postgresUrlFromEnv } from 'outbox-relay';
 import {
   localSesEnv,
   startEmbeddedPostgres,
@@ -150,12 +150,10 @@ async function main(): Promise<void> {
 
     const intervalMs = Number(env.OUTBOX_DRAIN_INTERVAL_MS || DEFAULT_DRAIN_INTERVAL_MS);
     if (flags.drain) {
-      const schedule = startDrainSchedule({
-        drain: createDrainer(service.drainer),
-        purgeStore: service.store,
-        purgeWith: service.drainer.purgeWith,
+      const schedule = startDrainSchedule(service.drainer, {
         intervalMs,
-        logger: service.logger,
+        // A terminal, not a log shipper: a line for each tick that did something, in words.
+        logRuns: false,
         onTick: (report) => {
           if (report.claimed + report.dead > 0) {
             console.log(

@@ -79,13 +79,13 @@ export async function subscribedEndpoints(
   deps: ResolvedDeps,
   event: WebhookEvent,
 ): Promise<Subscriber[]> {
-  const { rows } = await deps.db.query<Subscriber>(
+  const { rows } = await deps.db.query(
     `SELECT id, url FROM ${quoteSchema(deps.appSchema)}.webhook_endpoints
      WHERE disabled_at IS NULL AND events @> ARRAY[$1]::text[]
      ORDER BY created_at, id`,
     [event],
   );
-  return rows;
+  return rows.map((row) => ({ id: String(row.id), url: String(row.url) }));
 }
 
 /** The webhook messages of one event, and the statement recording endpoints skipped. */

@@ -109,18 +109,18 @@ const scheduled = workersScheduledHandler(
  * invocation, so a disabled endpoint is seen by the next one.
  */
 function lookupsOncePerInvocation(db: SqlExecutor): SqlExecutor {
-  const results = new Map<string, Promise<QueryResult<unknown>>>();
+  const results = new Map<string, Promise<QueryResult>>();
   return {
-    query<Row>(text: string, params: unknown[] = []): Promise<QueryResult<Row>> {
+    query(text, params = []) {
       const key = JSON.stringify([text, params]);
       let result = results.get(key);
       if (result === undefined) {
-        result = db.query<unknown>(text, params);
+        result = db.query(text, params);
         results.set(key, result);
         // A failed read is not remembered: the next message tries again.
         result.catch(() => results.delete(key));
       }
-      return result as Promise<QueryResult<Row>>;
+      return result;
     },
   };
 }

@@ -51,11 +51,11 @@ export interface OutboxCliDatabaseConfig {
  *
  * export default defineConfig({
  *   endpointSecret: async (endpointId, { db }) => {
- *     const { rows } = await db.query<{ secret: string }>(
+ *     const { rows } = await db.query(
  *       'SELECT secret FROM my_hooks WHERE id = $1 AND enabled',
  *       [endpointId],
  *     );
- *     return rows[0]?.secret;
+ *     return rows[0]?.secret as string | undefined;
  *   },
  *   drain: { batchSize: 50 },
  * });

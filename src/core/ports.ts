@@ -21,9 +21,22 @@ export interface Statement {
  * The one narrow database port: run a statement, get rows back. Anything that can do this is a
  * valid target for enqueue and drain: a pg `Pool`, a `PoolClient` inside the caller's open
  * transaction, a Neon `Pool`/`Client`, or Neon's HTTP `neon()` function (see src/drivers/).
+ *
+ * Rows come back as plain records, not typed by the caller: an executor you write yourself is
+ * then an object literal with no type parameter and no cast, whatever its driver types rows as.
+ * Whoever runs a statement knows its columns and reads them as such (the store does).
+ *
+ * @example
+ * // Over a driver the package has no adapter for, or wrapping one: no type parameter, no cast.
+ * const db: SqlExecutor = {
+ *   async query(text, params) {
+ *     const { rows, rowCount } = await sql.query(text, params, { fullResults: true });
+ *     return { rows, rowCount };
+ *   },
+ * };
  */
 export interface SqlExecutor {
-  query<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<QueryResult<Row>>;
+  query(text: string, params?: unknown[]): Promise<QueryResult>;
 }
 
 /**

@@ -32,10 +32,11 @@ export interface NeonHttpLike {
  */
 export function neonHttpExecutor(sql: NeonHttpLike): BatchSqlExecutor {
   return {
-    async query<Row>(text: string, params: unknown[] = []): Promise<QueryResult<Row>> {
+    async query(text: string, params: unknown[] = []): Promise<QueryResult> {
       try {
         const result = await sql.query(text, params, { fullResults: true });
-        return { rows: result.rows as Row[], rowCount: result.rowCount ?? result.rows.length };
+        const rows = result.rows as Record<string, unknown>[];
+        return { rows, rowCount: result.rowCount ?? rows.length };
       } catch (error) {
         throw mapDatabaseError(error);
       }

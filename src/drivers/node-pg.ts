@@ -77,10 +77,11 @@ export function pgExecutor(
   const names =
     options.prepare === false ? null : preparedNames({ target, logger: options.logger });
   return {
-    async query<Row>(text: string, params: unknown[] = []): Promise<QueryResult<Row>> {
+    async query(text: string, params: unknown[] = []): Promise<QueryResult> {
       try {
         const result = await runStatement(target, names, text, params);
-        return { rows: result.rows as Row[], rowCount: result.rowCount ?? result.rows.length };
+        const rows = result.rows as Record<string, unknown>[];
+        return { rows, rowCount: result.rowCount ?? rows.length };
       } catch (error) {
         throw mapDatabaseError(error);
       }

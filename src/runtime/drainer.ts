@@ -199,7 +199,6 @@ export async function runScheduledDrain(
   setup: DrainerOptions,
   options: ScheduledRunOptions,
 ): Promise<ScheduledRunResult> {
-  const clock = setup.clock ?? systemClock;
   const result: ScheduledRunResult = {};
   if (options.purge !== 'instead') {
     result.drain = await createDrainer(setup)({
@@ -208,9 +207,22 @@ export async function runScheduledDrain(
       timeLeftMs: options.timeLeftMs,
     });
   }
-  if (options.purge !== undefined) {
-    result.purge = await purgeOnce({ ...setup.purge, store: setup.store, clock });
-    if (setup.purgeWith) result.purgedWith = await setup.purgeWith(clock.now());
-  }
+  if (options.purge !== undefined) Object.assign(result, await runScheduledPurge(setup));
   return result;
+}
+
+/** What one scheduled purge did: the outbox's rows, and what `purgeWith` reported. */
+export type ScheduledPurgeResult = Required<Pick<ScheduledRunResult, 'purge'>> &
+  Pick<ScheduledRunResult, 'purgedWith'>;
+
+/**
+ * One scheduled purge of `setup`: `purgeOnce` with the setup's retention (`purge`) and clock,
+ * then the setup's own clean-up (`purgeWith`). The kits and the Node schedule purge through
+ * this, so retention set once applies on every runtime.
+ */
+export async function runScheduledPurge(setup: DrainerOptions): Promise<ScheduledPurgeResult> {
+  const clock = setup.clock ?? systemClock;
+  const purge = await purgeOnce({ ...setup.purge, store: setup.store, clock });
+  if (!setup.purgeWith) return { purge };
+  return { purge, purgedWith: await setup.purgeWith(clock.now()) };
 }

@@ -6,12 +6,16 @@
 import { ConfigurationError } from '../core/errors.js';
 import { missingPasswordError, urlHasPassword } from '../drivers/connection-password.js';
 
-/** A Worker's `env` or `process.env`: values read by name; only strings count. */
-export type EnvLike = Readonly<Record<string, unknown>>;
+/**
+ * A Worker's `env` or `process.env`: values read by name; only strings count. Any object, so a
+ * Worker's `Env` written as an interface (what `wrangler types` generates, which has no index
+ * signature) is taken as it is.
+ */
+export type EnvLike = object;
 
 /** The trimmed value of `name`, or `undefined` when unset, empty or not a string. */
 export function readEnv(env: EnvLike, name: string): string | undefined {
-  const value = env[name];
+  const value: unknown = Reflect.get(env, name);
   return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
 }
 

@@ -15,7 +15,7 @@ import {
   type SettleRequest,
   type SettleResult,
 } from '../core/outbox-store.js';
-import type { SqlExecutor } from '../core/ports.js';
+import type { QueryResult, SqlExecutor } from '../core/ports.js';
 import type { PurgeReport, PurgeRequest, PurgeStore } from '../core/purge.js';
 import { historyBounds } from './history-groups.js';
 import {
@@ -70,6 +70,15 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
     });
   }
 
+  /**
+   * One of this store's statements, its rows read as the columns that statement returns: the
+   * port hands rows back as plain records (so any executor satisfies it), and only the store
+   * knows what each of its statements selects.
+   */
+  private async rowsOf<Row>(text: string, params?: unknown[]): Promise<QueryResult<Row>> {
+    return (await this.db.query(text, params)) as unknown as QueryResult<Row>;
+  }
+
   async claim(request: ClaimRequest): Promise<ClaimResult> {
     const shared = [
       request.now,
@@ -79,12 +88,12 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
       [...request.kinds],
     ];
     const result = request.keys
-      ? await this.db.query<ClaimedRow>(this.sql.claimMessagesByKey, [
+      ? await this.rowsOf<ClaimedRow>(this.sql.claimMessagesByKey, [
           ...shared,
           [...request.keys],
           request.limit,
         ])
-      : await this.db.query<ClaimedRow>(
+      : await this.rowsOf<ClaimedRow>(
           this.sql.claimDueMessages(request.limit, request.after !== undefined),
           request.after ? [...shared, request.after.dueAt, request.after.id] : shared,
         );
@@ -116,7 +125,7 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
       );
     }
     const params = settleParameters(requests, now, this.keepDelivered);
-    const result = await this.db.query<{ id: string }>(this.sql.settleClaimedMessages, params);
+    const result = await this.rowsOf<{ id: string }>(this.sql.settleClaimedMessages, params);
     const stale = new Set(result.rows.map((row) => String(row.id)));
     const ids = requests.map(({ message }) => message.id);
     return {
@@ -126,7 +135,7 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
   }
 
   async stats(now: Date): Promise<OutboxStats> {
-    const result = await this.db.query<Record<string, unknown>>(this.sql.readStats, [now]);
+    const result = await this.db.query(this.sql.readStats, [now]);
     const row = result.rows[0] ?? {};
     const oldestDueAt = toDateOrNull(row.oldest_due_at);
     return {
@@ -159,7 +168,7 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
       delivered: this.sql.listDelivered,
       dead: this.sql.listDead,
     }[request.state];
-    const result = await this.db.query<MessageRow>(text, [
+    const result = await this.rowsOf<MessageRow>(text, [
       kind,
       cursor?.at ?? null,
       cursor?.id ?? null,
@@ -173,9 +182,7 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
 
   /** Outcomes per minute since `since`, for metrics and the dashboard chart. */
   async deliveryCounts(since: Date): Promise<DeliveryCount[]> {
-    const result = await this.db.query<Record<string, unknown>>(this.sql.readDeliveryCounts, [
-      since,
-    ]);
+    const result = await this.db.query(this.sql.readDeliveryCounts, [since]);
     return result.rows.map((row) => ({
       minute: toDate(row.minute),
       delivered: Number(row.delivered),
@@ -186,12 +193,12 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
 
   /** The latest messages that failed at least once and are not delivered, newest first. */
   async recentErrors(limit = 20): Promise<MessageRecord[]> {
-    const result = await this.db.query<MessageRow>(this.sql.listRecentErrors, [limit]);
+    const result = await this.rowsOf<MessageRow>(this.sql.listRecentErrors, [limit]);
     return result.rows.map(messageFromRow);
   }
 
   async get(id: string): Promise<MessageRecord | null> {
-    const result = await this.db.query<MessageRow>(this.sql.readMessage, [parseId(id)]);
+    const result = await this.rowsOf<MessageRow>(this.sql.readMessage, [parseId(id)]);
     const row = result.rows[0];
     return row ? messageFromRow(row) : null;
   }
@@ -202,7 +209,7 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
    */
   async getByKey(key: string): Promise<MessageRecord | null> {
     if (!UUID_TEXT.test(key)) throw new ValidationError('key', 'expected a UUID');
-    const result = await this.db.query<MessageRow>(this.sql.readMessageByKey, [key]);
+    const result = await this.rowsOf<MessageRow>(this.sql.readMessageByKey, [key]);
     const row = result.rows[0];
     return row ? messageFromRow(row) : null;
   }
@@ -224,7 +231,7 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
    * when there is no such message or it is claimed (try again once its drain settles it).
    */
   async discard(id: string): Promise<MessageState | null> {
-    const result = await this.db.query<{ state: MessageState }>(this.sql.discardMessage, [
+    const result = await this.rowsOf<{ state: MessageState }>(this.sql.discardMessage, [
       parseId(id),
     ]);
     return result.rows[0]?.state ?? null;
@@ -262,7 +269,7 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
         const room = limit - taken;
         if (room <= 0) break deleting;
         const take = Math.min(batchSize, room);
-        const result = await this.db.query<{ deleted: number; taken: number }>(pass.text, [
+        const result = await this.rowsOf<{ deleted: number; taken: number }>(pass.text, [
           cutoff,
           take,
         ]);

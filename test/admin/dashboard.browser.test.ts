@@ -1,6 +1,6 @@
 /**
  * The dashboard in a real headless Chromium: `outboxAdmin` as a user's own app mounts it
- * (test/fixtures/own-app), on a real Node server over a real database. Sign in through the form, read the counts, find a
+ * (examples/own-app), on a real Node server over a real database. Sign in through the form, read the counts, find a
  * message by key, press Retry, sign out, and see a cross-site form refused. Installs Debian's chromium on first run when it can (root); skips, saying why,
  * only when it cannot.
  */
@@ -11,12 +11,12 @@ import { join } from 'node:path';
 import { type ServerType, serve } from '@hono/node-server';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ownApp } from '../../examples/own-app/app.js';
 import { ADMIN_CSP } from '../../src/admin/index.js';
 import { drainOnce } from '../../src/core/drain.js';
 import { PermanentDeliveryError, RetryableDeliveryError } from '../../src/core/errors.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
-import { ownApp } from '../fixtures/own-app/app.js';
 import { useTestDatabase } from '../support/database.js';
 import { startLoopbackServer } from '../support/loopback-http.js';
 
@@ -63,7 +63,7 @@ describe('the dashboard in a browser', () => {
     }
     const outbox = createOutbox({ kinds: { [KIND]: true } });
     await seedMessages(outbox);
-    // The own app of test/fixtures/own-app (a user's app, not the reference service), with
+    // The own app of examples/own-app (a user's app, not the reference service), with
     // the admin mounted as any user mounts it.
     const app = ownApp(pgExecutor(database.pool), { adminToken: ADMIN_TOKEN });
     const { server, port } = await new Promise<{ server: ServerType; port: number }>((resolve) => {

@@ -81,7 +81,7 @@ function probeSend(plan: SendPlan): ProbeSend {
     inFlight += 1;
     mostInFlight = Math.max(mostInFlight, inFlight);
     try {
-      const { rows } = await db.query<{ claim_token: string; claimed_at: Date; lease_ms: number }>(
+      const { rows } = await db.query(
         `SELECT claim_token, claimed_at,
                 (extract(epoch FROM lease_expires_at - claimed_at) * 1000)::int AS lease_ms
            FROM outbox.messages WHERE id = $1`,
@@ -101,7 +101,7 @@ function probeSend(plan: SendPlan): ProbeSend {
       }
       if (plan.fail) throw new Error('the receiver answered 503');
       if (plan.deadWhenAsked && payload.dead) throw new PermanentDeliveryError('410 Gone');
-      const row = rows[0]!;
+      const row = rows[0] as { claim_token: string; claimed_at: Date; lease_ms: number };
       sends.push({
         n: payload.n,
         claimToken: row.claim_token,

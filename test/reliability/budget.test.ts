@@ -67,11 +67,10 @@ describe.each([
       const db = neonHttpExecutor(neon(database.url));
       const webhook = webhookSender({
         secretFor: async (_message, payload) => {
-          const { rows } = await db.query<{ secret: string }>(
-            'SELECT secret FROM public.endpoints WHERE id = $1',
-            [payload.endpointId],
-          );
-          return rows[0]?.secret;
+          const { rows } = await db.query('SELECT secret FROM public.endpoints WHERE id = $1', [
+            payload.endpointId,
+          ]);
+          return rows[0]?.secret as string | undefined;
         },
         environment: 'development',
         allowHosts: [`127.0.0.1:${ledger.port}`],

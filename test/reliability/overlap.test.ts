@@ -6,7 +6,7 @@
  * drain schedule, `wrangler dev` cron invocations of the Worker, and the built Lambda scheduled
  * handler, with the same EventBridge event delivered twice to two warm instances) while the app
  * writes a steady stream of messages, half of its transactions rolled back on purpose. Target:
- * test/fixtures/own-app, a small app on the public exports. Every committed message is
+ * examples/own-app, a small app on the public exports. Every committed message is
  * delivered exactly once (no process is killed here), and no rolled-back message ever goes out.
  *
  * Deadline: with a slow receiver and a slow database (every packet to and from PostgreSQL held
@@ -20,22 +20,21 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrateOwnApp, outbox, ownDrainSetup } from '../../examples/own-app/app.js';
 import { buildLambda } from '../../scripts/build-lambda.js';
-import { silentLogger } from '../../src/core/ports.js';
 import { type NeonProxy, startNeonProxy } from '../../src/dev/neon-proxy.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import type { LambdaContextLike } from '../../src/runtime/aws-lambda.js';
 import { createDrainer } from '../../src/runtime/drainer.js';
 import { startDrainSchedule } from '../../src/runtime/node.js';
 import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
-import { migrateOwnApp, outbox, ownDrainSetup } from '../fixtures/own-app/app.js';
 import { startWranglerDev, type WranglerDev } from '../runtime/wrangler-dev.js';
 import { useTestDatabase } from '../support/database.js';
 import { account, type DeliveryLedger, startDeliveryLedger } from './support/delivery-ledger.js';
 import { type LatencyProxy, startLatencyProxy } from './support/latency-proxy.js';
 import { recordScenario } from './support/scenario-results.js';
 
-const fixture = fileURLToPath(new URL('../fixtures/own-app/', import.meta.url));
+const fixture = fileURLToPath(new URL('../../examples/own-app/', import.meta.url));
 /**
  * Messages written in all, committed or rolled back: the issue's 20,000 by default. Lower it
  * (OUTBOX_RELIABILITY_OVERLAP_MESSAGES) on a slow machine.
@@ -164,22 +163,23 @@ describe('8 overlapping drains on three runtimes while the app writes', () => {
 
     // 4 Node drain schedules, in-process, over node-pg.
     const schedules = Array.from({ length: 4 }, () =>
-      startDrainSchedule({
-        drain: createDrainer(
-          ownDrainSetup(pgExecutor(database.pool), {
-            webhookSecret: secret,
-            allowHosts: [`127.0.0.1:${ledger.port}`],
-          }),
-        ),
-        intervalMs: 50,
-        // A cron-sized budget: sends get 10 s, as in production. (A 1 s budget gives 500 ms
-        // sends, which time out under this load after the receiver took them: resent, same key.)
-        budgetMs: 20_000,
-        logger: silentLogger,
-        onTick: () => {
-          runs.node += 1;
+      startDrainSchedule(
+        ownDrainSetup(pgExecutor(database.pool), {
+          webhookSecret: secret,
+          allowHosts: [`127.0.0.1:${ledger.port}`],
+        }),
+        {
+          intervalMs: 50,
+          // A cron-sized budget: sends get 10 s, as in production. (A 1 s budget gives 500 ms
+          // sends, which time out under this load after the receiver took them: resent, same key.)
+          budgetMs: 20_000,
+          purgeIntervalMs: false,
+          logRuns: false,
+          onTick: () => {
+            runs.node += 1;
+          },
         },
-      }),
+      ),
     );
     // 2 lanes of Worker cron invocations in workerd (Neon HTTP, 50 subrequests each).
     const workerLane = async () => {

@@ -21,7 +21,6 @@ import { neonWsExecutor } from '../../src/drivers/neon-ws.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { errorCode } from '../../src/drivers/postgres-errors.js';
 import { createOutbox } from '../../src/outbox.js';
-import { createDrainer } from '../../src/runtime/drainer.js';
 import { startDrainSchedule } from '../../src/runtime/node.js';
 import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
 import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
@@ -95,8 +94,8 @@ function scheduleOver(db: BatchSqlExecutor, watch: Watch, userAgent: string) {
       watch.failedTicks += 1;
     },
   };
-  return startDrainSchedule({
-    drain: createDrainer({
+  return startDrainSchedule(
+    {
       store: {
         claim: (request) => store.claim(request).catch(note),
         settle: (requests, now) => store.settle(requests, now).catch(note),
@@ -115,14 +114,20 @@ function scheduleOver(db: BatchSqlExecutor, watch: Watch, userAgent: string) {
       leaseMs: LEASE_MS,
       batchSize: 25,
       concurrency: 5,
-    }),
-    intervalMs: 100,
-    budgetMs: 5_000,
-    logger,
-    onTick: () => {
-      watch.ticks += 1;
     },
-  });
+    {
+      intervalMs: 100,
+      budgetMs: 5_000,
+      purgeIntervalMs: false,
+      logRuns: false,
+      onError: () => {
+        watch.failedTicks += 1;
+      },
+      onTick: () => {
+        watch.ticks += 1;
+      },
+    },
+  );
 }
 
 /** A warnings collector for an executor's `logger`. */

@@ -16,6 +16,9 @@ import {
   ENTRY_POINTS,
   newWorld,
   outcomesOfClaim,
+  runLambdaKit,
+  runNodeSchedule,
+  runWorkersKit,
   subrequests,
   type World,
   type WorldOptions,
@@ -210,6 +213,43 @@ describe.each(ENTRY_POINTS)('through $name', (entry) => {
       { messages: 6, sender: { holdUntilInFlight: 2 } },
     );
     expect(seen.claims[1]?.sendsEnded).toBe(0);
+  });
+});
+
+/** Every scheduled entry point, made to purge in its next run. */
+const SCHEDULED_PURGES: { name: string; run(world: World): Promise<void> }[] = [
+  {
+    name: 'the Workers kit on its purge cron',
+    run: (world) => runWorkersKit(world, { subrequestBudget: 1_000, purgeCron: '* * * * *' }),
+  },
+  {
+    name: 'the Lambda kit at its purge minute',
+    run: (world) =>
+      runLambdaKit(world, BUDGET_MS, { purgeMinute: world.clock.now().getUTCMinutes() }),
+  },
+  { name: 'the Node schedule on its first tick', run: (world) => runNodeSchedule(world) },
+];
+
+describe.each(SCHEDULED_PURGES)('the purge of $name', (entry) => {
+  it("deletes by the setup's retention, at its clock, then runs its purgeWith", async () => {
+    const purgedWith: Date[] = [];
+    const world = await newWorld(database, {
+      purge: { deliveredOlderThanMs: 60_000, deadOlderThanMs: null, limit: 7 },
+      purgeWith: async (now) => {
+        purgedWith.push(now);
+        return {};
+      },
+    });
+    await entry.run(world);
+    expect(world.seen.purges).toEqual([
+      expect.objectContaining({
+        now: world.clock.now(),
+        deliveredOlderThanMs: 60_000,
+        deadOlderThanMs: undefined,
+        limit: 7,
+      }),
+    ]);
+    expect(purgedWith).toEqual([world.clock.now()]);
   });
 });
 

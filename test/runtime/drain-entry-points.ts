@@ -9,7 +9,7 @@ import { vi } from 'vitest';
 import { outboxAdmin } from '../../src/admin/index.js';
 import type { ClaimRequest, OutboxStore, SettleRequest } from '../../src/core/outbox-store.js';
 import { type BatchSqlExecutor, type Logger, silentLogger } from '../../src/core/ports.js';
-import type { PurgeStore } from '../../src/core/purge.js';
+import type { PurgeRequest, PurgeStore } from '../../src/core/purge.js';
 import type { Sender } from '../../src/core/sender.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
@@ -31,7 +31,11 @@ import {
   runScheduledDrain,
 } from '../../src/runtime/drainer.js';
 import { type KickOptions, kickAfterCommit } from '../../src/runtime/kick.js';
-import { type DrainSchedule, startDrainSchedule } from '../../src/runtime/node.js';
+import {
+  type DrainSchedule,
+  type DrainScheduleOptions,
+  startDrainSchedule,
+} from '../../src/runtime/node.js';
 import type { TestDatabase } from '../support/database.js';
 import { type FakeClock, fakeClock } from '../support/drain-fixtures.js';
 import { waitFor } from '../support/wait-for.js';
@@ -52,6 +56,8 @@ export interface Seen {
   /** Every claim, with how many sends had ended when it started. */
   claims: { request: ClaimRequest; sendsEnded: number }[];
   settles: { requests: readonly SettleRequest[]; now: Date }[];
+  /** Every purge the store was asked for. */
+  purges: PurgeRequest[];
   sendsStarted: number;
   sendsEnded: number;
   inFlight: number;
@@ -104,6 +110,7 @@ export async function newWorld(
   const seen: Seen = {
     claims: [],
     settles: [],
+    purges: [],
     sendsStarted: 0,
     sendsEnded: 0,
     inFlight: 0,
@@ -124,7 +131,10 @@ export async function newWorld(
       seen.settles.push({ requests: [...requests], now });
       return real.settle(requests, now);
     },
-    purge: (request) => real.purge(request),
+    purge: (request) => {
+      seen.purges.push(request);
+      return real.purge(request);
+    },
   };
   const send = recordingSend(seen, options.sender ?? {});
   return { db, clock, seen, keys, setup: { store, senders: { [KIND]: send }, clock, ...settings } };
@@ -225,6 +235,33 @@ export function runLambdaKit(
   );
 }
 
+/**
+ * One tick of `startDrainSchedule` (its drain, and its purge unless `purgeIntervalMs: false`),
+ * then a stop; rejects with the tick's failure.
+ */
+export async function runNodeSchedule(
+  world: World,
+  options: Pick<DrainScheduleOptions, 'purgeIntervalMs'> = {},
+): Promise<void> {
+  const purges = options.purgeIntervalMs !== false;
+  const schedule: DrainSchedule = startDrainSchedule(world.setup, {
+    ...options,
+    budgetMs: BUDGET_MS,
+    intervalMs: 60_000,
+    logRuns: false,
+    onError: ({ error }) => {
+      world.seen.failures.push(error);
+      void schedule.stop();
+    },
+    onTick: () => {
+      if (!purges) void schedule.stop();
+    },
+    onPurge: () => void schedule.stop(),
+  });
+  await schedule.stopped;
+  if (world.seen.failures.length > 0) throw world.seen.failures[0];
+}
+
 /** A kick of every enqueued key, awaited as Workers' `waitUntil` would; rejects if it failed. */
 export async function runKick(
   world: World,
@@ -305,24 +342,7 @@ export const ENTRY_POINTS: readonly EntryPoint[] = [
   },
   {
     name: 'the Node schedule',
-    run: async (world) => {
-      const logger = failureLogger(world);
-      const schedule: DrainSchedule = startDrainSchedule({
-        drain: createDrainer(world.setup),
-        budgetMs: BUDGET_MS,
-        intervalMs: 60_000,
-        logger: {
-          ...logger,
-          error: (message, fields) => {
-            logger.error(message, fields);
-            void schedule.stop();
-          },
-        },
-        onTick: () => void schedule.stop(),
-      });
-      await schedule.stopped;
-      if (world.seen.failures.length > 0) throw world.seen.failures[0];
-    },
+    run: (world) => runNodeSchedule(world, { purgeIntervalMs: false }),
   },
   {
     name: 'runDrainLoop',

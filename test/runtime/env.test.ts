@@ -1,4 +1,10 @@
-import { integerFromEnv, postgresUrlFromEnv, readEnv, switchFromEnv } from 'outbox-relay';
+import {
+  integerFromEnv,
+  postgresUrlFromEnv,
+  readEnv,
+  sendersFromEnv,
+  switchFromEnv,
+} from 'outbox-relay';
 import { describe, expect, it } from 'vitest';
 
 describe('settings read from an environment', () => {
@@ -28,5 +34,22 @@ describe('settings read from an environment', () => {
     );
     expect(switchFromEnv({ K: 'OFF' }, 'K', true)).toBe(false);
     expect(() => switchFromEnv({ K: 'sometimes' }, 'K', true)).toThrow('K must be on or off');
+  });
+
+  it("takes a Worker's env declared as an interface, as `wrangler types` writes it", () => {
+    // An interface has no index signature: a reader typed `Record<string, unknown>` refused it.
+    interface WorkerEnv {
+      DATABASE_URL: string;
+      OUTBOX_WEBHOOK_SECRET: string;
+      OUTBOX_SUBREQUEST_BUDGET?: string;
+    }
+    const env: WorkerEnv = {
+      DATABASE_URL: 'postgres://u:p@ep-x.example/db',
+      OUTBOX_WEBHOOK_SECRET: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    };
+    expect(postgresUrlFromEnv(env)).toBe('postgres://u:p@ep-x.example/db');
+    expect(integerFromEnv(env, 'OUTBOX_SUBREQUEST_BUDGET', 50)).toBe(50);
+    expect(readEnv(env, 'DATABASE_URL')).toBe('postgres://u:p@ep-x.example/db');
+    expect(Object.keys(sendersFromEnv(env, { resolveHost: false }).senders)).toEqual(['webhook']);
   });
 });

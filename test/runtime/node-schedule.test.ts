@@ -1,60 +1,174 @@
-import { expect, it } from 'vitest';
-import type { StopReason } from '../../src/core/drain-settings.js';
-import { silentLogger } from '../../src/core/ports.js';
+/**
+ * The Node drain schedule over real PostgreSQL: what it adds to the drain loop (whose rules
+ * test/runtime/drain-loop.test.ts covers) is the setup it is given, drained and purged as the
+ * serverless kits do it, and one JSON line per tick and per purge.
+ */
+import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from 'vitest';
+import { isOutboxError } from '../../src/core/errors.js';
+import type { BatchSqlExecutor } from '../../src/core/ports.js';
+import { pgExecutor } from '../../src/drivers/node-pg.js';
+import { createOutbox } from '../../src/outbox.js';
+import type { DrainerOptions } from '../../src/runtime/drainer.js';
 import { startDrainSchedule } from '../../src/runtime/node.js';
-import { drainReport, sleep } from '../support/drain-fixtures.js';
+import { useTestDatabase } from '../support/database.js';
+import { recordingSender, sleep } from '../support/drain-fixtures.js';
+import { waitFor } from '../support/wait-for.js';
 
-it('runs the next tick at once when a tick ran out of time with work still due', async () => {
-  const reasons: StopReason[] = ['deadline', 'budget', 'deadline', 'empty'];
-  let ticks = 0;
-  const schedule = startDrainSchedule({
-    // A long interval: only back-to-back ticks can reach the fourth call within the wait below.
-    intervalMs: 60_000,
-    logger: silentLogger,
-    drain: async () => drainReport(reasons[ticks++] ?? 'empty'),
-  });
-  const deadline = Date.now() + 5_000;
-  while (ticks < 4 && Date.now() < deadline) await sleep(10);
-  expect(ticks).toBe(4);
-  await sleep(100);
-  // After an 'empty' tick it rests for the interval.
-  expect(ticks).toBe(4);
-  await schedule.stop();
+const KIND = 'schedule.probe';
+const outbox = createOutbox({ kinds: { [KIND]: true } });
+const database = useTestDatabase();
+let db: BatchSqlExecutor;
+
+let log: MockInstance<typeof console.log>;
+let error: MockInstance<typeof console.error>;
+
+beforeEach(async () => {
+  db = pgExecutor(database.pool);
+  await database.pool.query('TRUNCATE outbox.messages, outbox.delivered_groups');
+  log = vi.spyOn(console, 'log').mockImplementation(() => {});
+  error = vi.spyOn(console, 'error').mockImplementation(() => {});
 });
 
-it('lets the running tick finish before stop() resolves', async () => {
-  let finished = false;
-  const schedule = startDrainSchedule({
-    intervalMs: 60_000,
-    logger: silentLogger,
-    drain: async () => {
-      await sleep(200);
-      finished = true;
-      return drainReport('empty');
-    },
-  });
-  await sleep(20);
-  await schedule.stop();
-  expect(finished).toBe(true);
+afterEach(() => {
+  log.mockRestore();
+  error.mockRestore();
 });
 
-it('logs a failed tick, even one that is not transient, and keeps going', async () => {
-  const logged: string[] = [];
-  let ticks = 0;
-  const schedule = startDrainSchedule({
-    intervalMs: 100,
-    logger: { ...silentLogger, error: (message) => logged.push(message) },
-    drain: async () => {
-      ticks += 1;
-      if (ticks === 1) throw new TypeError('a bug in a sender');
-      return drainReport('empty');
-    },
+/** The JSON lines written to `spy` whose message is `message`. */
+function linesOf(spy: MockInstance, message: string): Record<string, unknown>[] {
+  return spy.mock.calls
+    .map(([line]) => JSON.parse(String(line)) as Record<string, unknown>)
+    .filter((line) => line.message === message);
+}
+
+async function enqueue(count: number): Promise<string[]> {
+  return outbox.enqueue(
+    db,
+    Array.from({ length: count }, (_, n) => ({ kind: KIND, payload: { n } })),
+  );
+}
+
+async function states(): Promise<string[]> {
+  const { rows } = await database.pool.query('SELECT state FROM outbox.all_messages');
+  return rows.map((row) => String(row.state));
+}
+
+describe('startDrainSchedule', () => {
+  it('drains the setup on each tick and logs one JSON line per tick, as the kits do', async () => {
+    await enqueue(2);
+    const sender = recordingSender();
+    const schedule = startDrainSchedule(
+      { store: outbox.store(db), senders: { [KIND]: sender.send } },
+      { intervalMs: 50, purgeIntervalMs: false, logFields: { instance: 'a' } },
+    );
+    await waitFor('three ticks', () => linesOf(log, 'outbox drain').length >= 3);
+    await schedule.stop();
+    expect(sender.delivered).toHaveLength(2);
+    const [first, second] = linesOf(log, 'outbox drain');
+    expect(first).toMatchObject({
+      level: 'info',
+      runtime: 'node',
+      instance: 'a',
+      tick: 1,
+      delivered: 2,
+      stopReason: 'empty',
+    });
+    expect(second).toMatchObject({ runtime: 'node', tick: 2, delivered: 0 });
+    expect(linesOf(log, 'outbox purge')).toEqual([]);
   });
-  const deadline = Date.now() + 5_000;
-  while (ticks < 2 && Date.now() < deadline) await sleep(10);
-  await schedule.stop();
-  const summary = await schedule.stopped;
-  expect(logged).toEqual(['scheduled drain failed; retrying next tick']);
-  expect(summary.failedTicks).toBe(1);
-  expect(summary.ticks).toBeGreaterThanOrEqual(2);
+
+  it("purges with the setup's retention and purgeWith on the first tick, and logs the purge as one line", async () => {
+    await enqueue(1);
+    const sender = recordingSender();
+    const purgedAt: Date[] = [];
+    const setup: DrainerOptions = {
+      store: outbox.store(db),
+      senders: { [KIND]: sender.send },
+      // Delivered rows go at once: the default (7 days) would keep the one just delivered.
+      purge: { deliveredOlderThanMs: 0 },
+      purgeWith: async (now) => {
+        purgedAt.push(now);
+        return { expiredSessions: 3 };
+      },
+    };
+    const schedule = startDrainSchedule(setup, { intervalMs: 50 });
+    await waitFor('the purge line', () => linesOf(log, 'outbox purge').length === 1);
+    await schedule.stop();
+    expect(linesOf(log, 'outbox purge')).toEqual([
+      {
+        level: 'info',
+        message: 'outbox purge',
+        runtime: 'node',
+        expiredSessions: 3,
+        deliveredDeleted: 1,
+        deadDeleted: 0,
+        statements: expect.any(Number),
+      },
+    ]);
+    expect(await states()).toEqual([]);
+    expect(purgedAt).toHaveLength(1);
+  });
+
+  it('logs a failed tick as one JSON line and keeps going, even when the failure is not transient', async () => {
+    await enqueue(1);
+    const real = outbox.store(db);
+    let claims = 0;
+    const failures: unknown[] = [];
+    const schedule = startDrainSchedule(
+      {
+        store: {
+          claim: (request) => {
+            claims += 1;
+            if (claims === 1) throw new TypeError('a bug in a store');
+            return real.claim(request);
+          },
+          settle: (requests, now) => real.settle(requests, now),
+          purge: (request) => real.purge(request),
+        },
+        senders: { [KIND]: recordingSender().send },
+      },
+      { intervalMs: 50, purgeIntervalMs: false, onError: ({ error }) => failures.push(error) },
+    );
+    await waitFor('the message delivered by a later tick', async () =>
+      (await states()).includes('delivered'),
+    );
+    await schedule.stop();
+    expect(linesOf(error, 'scheduled drain failed; retrying next tick')).toEqual([
+      {
+        level: 'error',
+        message: 'scheduled drain failed; retrying next tick',
+        runtime: 'node',
+        tick: 1,
+        error: 'TypeError: a bug in a store',
+      },
+    ]);
+    expect(failures).toHaveLength(1);
+    expect((await schedule.stopped).failedTicks).toBe(1);
+  });
+
+  it('lets the running tick finish and record its outcome before stop() resolves', async () => {
+    await enqueue(1);
+    const sender = recordingSender(() => sleep(200));
+    const schedule = startDrainSchedule(
+      { store: outbox.store(db), senders: { [KIND]: sender.send } },
+      { intervalMs: 60_000, purgeIntervalMs: false, logRuns: false },
+    );
+    await waitFor('the send to start', () => sender.calls.length === 1);
+    await schedule.stop();
+    expect(await states()).toEqual(['delivered']);
+    expect(log).not.toHaveBeenCalled();
+  });
+
+  it('refuses the old { drain, purgeStore } options by name rather than drain nothing', () => {
+    const old = { drain: async () => ({}), purgeStore: outbox.store(db), logger: console };
+    const refusal = (() => {
+      try {
+        startDrainSchedule(old as unknown as DrainerOptions);
+      } catch (caught) {
+        return caught;
+      }
+    })();
+    expect(isOutboxError(refusal) && refusal.code).toBe('OUTBOX_CONFIGURATION');
+    expect((refusal as Error).message).toMatch(/takes the drainer setup itself/);
+  });
 });

@@ -134,9 +134,9 @@ export function countingExecutor(inner: BatchSqlExecutor): BatchSqlExecutor & {
 } {
   const counter = {
     statements: 0,
-    query<Row>(text: string, params?: unknown[]) {
+    query(text: string, params?: unknown[]) {
       counter.statements += 1;
-      return inner.query<Row>(text, params);
+      return inner.query(text, params);
     },
     batch(statements: readonly Statement[]) {
       counter.statements += 1;

@@ -7,7 +7,7 @@ import {
 } from '../../core/errors.js';
 import { type Clock, systemClock } from '../../core/ports.js';
 import type { Sender } from '../../core/sender.js';
-import { readEnv } from '../../runtime/env.js';
+import { type EnvLike, readEnv } from '../../runtime/env.js';
 import {
   type Mailbox,
   MESSAGE_KEY_TAG,
@@ -150,7 +150,7 @@ function acceptedBySes(error: unknown): boolean {
  * @example
  * const email = sesSender(sesConfigFromEnv(env)); // a Worker's env, or process.env elsewhere
  */
-export function sesConfigFromEnv(env: Readonly<Record<string, unknown>>): SesSenderConfig {
+export function sesConfigFromEnv(env: EnvLike): SesSenderConfig {
   const read = (name: string) => readEnv(env, name);
   // Lambda reserves AWS_REGION for the function's own region, which need not be where SES is
   // set up: OUTBOX_SES_REGION says where to send, and falls back to the runtime's region.

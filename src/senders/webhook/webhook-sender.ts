@@ -109,11 +109,11 @@ const RETRYABLE_STATUSES = new Set([408, 425, 429]);
  *
  * const webhook = webhookSender({
  *   secretFor: async (_message, { endpointId }) => {
- *     const { rows } = await db.query<{ secret: string }>(
+ *     const { rows } = await db.query(
  *       'SELECT secret FROM my_hooks WHERE id = $1 AND enabled',
  *       [endpointId],
  *     );
- *     return rows[0]?.secret; // undefined: the endpoint is gone, the message dead-lettered
+ *     return rows[0]?.secret as string | undefined; // undefined: the endpoint is gone, the message dead-lettered
  *   },
  *   resolveHost: nodeHostResolver,
  * });

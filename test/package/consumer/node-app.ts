@@ -47,10 +47,11 @@ const report: DrainReport = await drainOnce({
 
 const admin = outboxAdmin({ store: outbox.store(pgExecutor(pool)), token: 'secret' });
 const served = serveApp(admin, { port: 0 });
-const schedule = startDrainSchedule({
-  drain: createDrainer({ store: outbox.store(pgExecutor(pool)), senders: { webhook } }),
-  logger: console,
-});
+const drain = createDrainer({ store: outbox.store(pgExecutor(pool)), senders: { webhook } });
+const schedule = startDrainSchedule(
+  { store: outbox.store(pgExecutor(pool)), senders: { webhook }, purge: { deadOlderThanMs: null } },
+  { intervalMs: 5_000, logFields: { service: 'consumer' } },
+);
 export const handler = lambdaScheduledHandler(() => ({
   store: outbox.store(pgExecutor(pool)),
   senders: { webhook },
@@ -65,4 +66,4 @@ const proxy = await startNeonProxy({
   postgres: { host: postgres.host, port: postgres.port },
 });
 
-export { applyNeonLocalProxy, isOutboxError, proxy, report, schedule, served, written };
+export { applyNeonLocalProxy, drain, isOutboxError, proxy, report, schedule, served, written };

@@ -267,10 +267,10 @@ export async function runWithFaults(options: FaultRunOptions): Promise<FaultRunR
     }
   }
   const schema = outbox.schema;
-  const { rows } = await driver.db.query<{ key: string; state: string }>(
+  const { rows } = await driver.db.query(
     `SELECT key::text AS key, state FROM ${schema}.all_messages`,
   );
-  const committed = rows.map((row) => row.key);
+  const committed = rows.map((row) => String(row.key));
   const undelivered = rows.filter((row) => row.state !== 'delivered');
   if (undelivered.length > 0) {
     throw new Error(
