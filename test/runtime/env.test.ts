@@ -1,4 +1,4 @@
-import { integerFromEnv, postgresUrlFromEnv, readEnv, switchFromEnv } from 'outbox-relay';
+import { integerFromEnv, postgresUrlFromEnv, readEnv, switchFromEnv } from 'outbox-relay/env';
 import { describe, expect, it } from 'vitest';
 
 describe('settings read from an environment', () => {

@@ -11,7 +11,7 @@ import {
   generateWebhookSecret,
   type HostResolver,
   webhookSender,
-} from '../../src/senders/index.js';
+} from '../../src/senders/webhook/index.js';
 import {
   connectingHostResolver,
   nodeHostResolver,

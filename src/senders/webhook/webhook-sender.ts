@@ -104,7 +104,7 @@ const RETRYABLE_STATUSES = new Set([408, 425, 429]);
  * Uses the global `fetch` and `crypto.subtle`: runs on Node 20+, Lambda and Workers.
  *
  * @example
- * import { webhookSender } from 'outbox-relay';
+ * import { webhookSender } from 'outbox-relay/webhook';
  * import { nodeHostResolver } from 'outbox-relay/node';
  *
  * const webhook = webhookSender({

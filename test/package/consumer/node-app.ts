@@ -12,13 +12,13 @@ import {
   type Outbox,
   pgExecutor,
   type Sender,
-  webhookSender,
 } from 'outbox-relay';
 import { outboxAdmin } from 'outbox-relay/admin';
 import { awaitBackgroundWork, lambdaScheduledHandler } from 'outbox-relay/aws-lambda';
 import { type EmbeddedPostgres, startEmbeddedPostgres, startNeonProxy } from 'outbox-relay/dev';
 import { applyNeonLocalProxy } from 'outbox-relay/neon-local';
 import { serveApp, startDrainSchedule } from 'outbox-relay/node';
+import { webhookSender } from 'outbox-relay/webhook';
 import pg from 'pg';
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
