@@ -119,7 +119,7 @@ describe('DNS rebinding', () => {
   });
 
   it('nodeHostResolver is a resolver the sender connects through', async () => {
-    expect(typeof nodeHostResolver.connectingFetchOptions).toBe('function');
+    expect(typeof nodeHostResolver.connectingFetch).toBe('function');
     const sender = webhookSender({
       secret,
       environment: 'development',
