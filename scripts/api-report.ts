@@ -25,21 +25,21 @@ export const API_REPORT = 'docs/api.md';
 
 /**
  * Whole types, never `...` (a cut type would hide the change a reviewer is looking for), named
- * by their aliases rather than spelled out.
+ * by their aliases rather than spelled out. For what the checker must infer (a result type the
+ * source leaves out, a constant's type).
  */
 const FORMAT =
   ts.TypeFormatFlags.NoTruncation | ts.TypeFormatFlags.UseAliasDefinedOutsideCurrentScope;
 
-/**
- * A type as its declaration writes it, on one line: what the author chose to name (an alias, a
- * `Pick<...>`), never a compiler's expansion with the machine's own paths in it.
- */
-function written(node: ts.Node): string {
-  return node
-    .getText()
+/** Declarations as their source writes them, without comments or bodies. */
+const printer = ts.createPrinter({ removeComments: true });
+
+/** `node` printed on one line: what the author chose to name (an alias, a `Pick<...>`). */
+function printed(node: ts.Node, source: ts.SourceFile): string {
+  return printer
+    .printNode(ts.EmitHint.Unspecified, node, source)
     .replace(/\s+/g, ' ')
-    .replace(/([{(<[]) /g, '$1')
-    .replace(/ ([})>\]])/g, '$1');
+    .replace(/;\s*$/, '');
 }
 
 interface Entry {
@@ -83,7 +83,7 @@ export function renderApiReport(): string {
     [
       `## \`${entry.name}\``,
       '',
-      `${values} values, ${types} types only.`,
+      `${plural(values, 'value')}, ${plural(types, 'type')} only.`,
       '',
       '```',
       ...lines,
@@ -102,6 +102,10 @@ export function renderApiReport(): string {
     '',
     ...sections,
   ].join('\n');
+}
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }
 
 function entryReport(program: ts.Program, checker: ts.TypeChecker, entry: Entry): EntryReport {
@@ -143,61 +147,105 @@ function describe(
   const only = typeOnly && symbol.flags & ts.SymbolFlags.Value ? ' (type only)' : '';
   if (symbol.flags & ts.SymbolFlags.Class) {
     const type = checker.getDeclaredTypeOfSymbol(symbol);
-    const constructors = checker
-      .getSignaturesOfType(checker.getTypeOfSymbol(symbol), ts.SignatureKind.Construct)
-      .map((signature) => `  constructor${signatureText(checker, signature, true)};`);
-    return [`class ${name}${only} {`, ...constructors, ...members(checker, type), '}'];
+    const constructors = (
+      symbol.members?.get(ts.InternalSymbolName.Constructor)?.declarations ?? []
+    )
+      .filter(ts.isConstructorDeclaration)
+      .map((constructor) => `  constructor${signatureText(checker, constructor)};`);
+    const heritage =
+      declaration && ts.isClassDeclaration(declaration) && declaration.heritageClauses
+        ? ` ${declaration.heritageClauses.map((clause) => printed(clause, declaration.getSourceFile()).trim()).join(' ')}`
+        : '';
+    return [`class ${name}${heritage}${only} {`, ...constructors, ...members(checker, type), '}'];
   }
   if (symbol.flags & ts.SymbolFlags.Function) {
-    return checker
-      .getSignaturesOfType(checker.getTypeOfSymbol(symbol), ts.SignatureKind.Call)
-      .map((signature) => `function ${name}${signatureText(checker, signature)}`);
+    return signaturesOf(symbol).map(
+      (signature) => `function ${name}${signatureText(checker, signature)}`,
+    );
   }
   if (symbol.flags & ts.SymbolFlags.Interface) {
     const type = checker.getDeclaredTypeOfSymbol(symbol);
-    return [
-      `interface ${name}${typeParameters(checker, symbol)} {`,
-      ...members(checker, type),
-      '}',
-    ];
+    return [`interface ${name}${typeParameters(declaration)} {`, ...members(checker, type), '}'];
   }
-  if (
-    symbol.flags & ts.SymbolFlags.TypeAlias &&
-    declaration &&
-    ts.isTypeAliasDeclaration(declaration)
-  ) {
-    return [`type ${name}${typeParameters(checker, symbol)} = ${written(declaration.type)}`];
+  if (declaration && ts.isTypeAliasDeclaration(declaration)) {
+    const head = `type ${name}${typeParameters(declaration)} =`;
+    if (ts.isTypeLiteralNode(declaration.type)) {
+      const type = checker.getTypeAtLocation(declaration.type);
+      return [`${head} {`, ...members(checker, type), '}'];
+    }
+    return [`${head} ${printed(declaration.type, declaration.getSourceFile())}`];
   }
-  if (symbol.flags & ts.SymbolFlags.Variable) {
-    const type = checker.getTypeOfSymbol(symbol);
-    return [`const ${name}: ${checker.typeToString(type, undefined, FORMAT)}`];
+  if (declaration && ts.isVariableDeclaration(declaration)) {
+    const type = declaration.type
+      ? printed(declaration.type, declaration.getSourceFile())
+      : checker.typeToString(checker.getTypeOfSymbol(symbol), undefined, FORMAT);
+    return [`const ${name}: ${type}`];
   }
   throw new Error(`${name}: an export of a kind the report does not know (flags ${symbol.flags})`);
 }
 
-/** `(a: A, b?: B): R`, or without the result for a constructor. */
-function signatureText(
-  checker: ts.TypeChecker,
-  signature: ts.Signature,
-  isConstructor = false,
-): string {
-  const text = checker.signatureToString(
-    signature,
-    undefined,
-    FORMAT,
-    isConstructor ? ts.SignatureKind.Construct : ts.SignatureKind.Call,
-  );
-  if (!isConstructor) return text;
-  // A construct signature prints as `new (...) => T`; a constructor line wants `(...)`.
-  return text.replace(/^new /, '').replace(/\): [^)]*$/, ')');
+/** A function's call signatures: its overloads, or its one declaration. */
+function signaturesOf(symbol: ts.Symbol): ts.SignatureDeclaration[] {
+  const declarations = (symbol.declarations ?? []).filter(ts.isFunctionDeclaration);
+  const overloads = declarations.filter((declaration) => declaration.body === undefined);
+  return overloads.length > 0 ? overloads : declarations;
 }
 
-function typeParameters(checker: ts.TypeChecker, symbol: ts.Symbol): string {
-  const parameters =
-    checker.getDeclaredTypeOfSymbol(symbol).aliasTypeArguments ??
-    (checker.getDeclaredTypeOfSymbol(symbol) as ts.InterfaceType).typeParameters;
-  if (!parameters || parameters.length === 0) return '';
-  return `<${parameters.map((parameter) => checker.typeToString(parameter)).join(', ')}>`;
+/**
+ * `<T>(a: A, b?: B): R` as the declaration writes it: a parameter with a default shown as
+ * optional, a result the source leaves to inference as the checker infers it.
+ */
+function signatureText(checker: ts.TypeChecker, declaration: ts.SignatureDeclaration): string {
+  const source = declaration.getSourceFile();
+  const typeParameters = declaration.typeParameters
+    ? `<${declaration.typeParameters.map((parameter) => printed(parameter, source)).join(', ')}>`
+    : '';
+  const parameters = declaration.parameters.map((parameter) =>
+    printed(
+      ts.factory.updateParameterDeclaration(
+        parameter,
+        undefined,
+        parameter.dotDotDotToken,
+        parameter.name,
+        parameter.initializer
+          ? ts.factory.createToken(ts.SyntaxKind.QuestionToken)
+          : parameter.questionToken,
+        parameter.type ?? inferredType(checker, parameter),
+        undefined,
+      ),
+      source,
+    ),
+  );
+  if (ts.isConstructorDeclaration(declaration))
+    return `${typeParameters}(${parameters.join(', ')})`;
+  const result = declaration.type
+    ? printed(declaration.type, source)
+    : resultType(checker, declaration);
+  return `${typeParameters}(${parameters.join(', ')}): ${result}`;
+}
+
+/** What the checker infers for a parameter the source leaves unannotated (`min = 1`: number). */
+function inferredType(checker: ts.TypeChecker, parameter: ts.ParameterDeclaration) {
+  const type = checker.getBaseTypeOfLiteralType(checker.getTypeAtLocation(parameter));
+  return checker.typeToTypeNode(type, undefined, ts.NodeBuilderFlags.NoTruncation);
+}
+
+function resultType(checker: ts.TypeChecker, declaration: ts.SignatureDeclaration): string {
+  const signature = checker.getSignatureFromDeclaration(declaration);
+  if (!signature) return 'unknown';
+  return checker.typeToString(checker.getReturnTypeOfSignature(signature), undefined, FORMAT);
+}
+
+function typeParameters(declaration: ts.Declaration | undefined): string {
+  if (
+    !declaration ||
+    !(ts.isInterfaceDeclaration(declaration) || ts.isTypeAliasDeclaration(declaration)) ||
+    !declaration.typeParameters
+  ) {
+    return '';
+  }
+  const source = declaration.getSourceFile();
+  return `<${declaration.typeParameters.map((parameter) => printed(parameter, source)).join(', ')}>`;
 }
 
 /**
@@ -213,18 +261,20 @@ function members(checker: ts.TypeChecker, type: ts.Type): string[] {
     }
     if (declarations.some((declaration) => isPrivate(declaration))) continue;
     const declaration = declarations[0];
+    const key = /^[A-Za-z_$][\w$]*$/.test(property.name) ? property.name : `'${property.name}'`;
     const optional = property.flags & ts.SymbolFlags.Optional ? '?' : '';
     const readonly =
       declaration && ts.getCombinedModifierFlags(declaration) & ts.ModifierFlags.Readonly
         ? 'readonly '
         : '';
-    if (property.flags & ts.SymbolFlags.Method) {
-      const signatures = checker.getSignaturesOfType(
-        checker.getTypeOfSymbol(property),
-        ts.SignatureKind.Call,
-      );
-      for (const signature of signatures) {
-        lines.push(`  ${property.name}${optional}${signatureText(checker, signature)};`);
+    const methods = declarations.filter(
+      (node): node is ts.MethodSignature | ts.MethodDeclaration =>
+        ts.isMethodSignature(node) || ts.isMethodDeclaration(node),
+    );
+    if (methods.length > 0) {
+      const overloads = methods.filter((method) => !ts.isMethodDeclaration(method) || !method.body);
+      for (const method of overloads.length > 0 ? overloads : methods) {
+        lines.push(`  ${key}${optional}${signatureText(checker, method)};`);
       }
       continue;
     }
@@ -233,9 +283,9 @@ function members(checker: ts.TypeChecker, type: ts.Type): string[] {
         ? declaration.type
         : undefined;
     const text = annotation
-      ? written(annotation)
+      ? printed(annotation, annotation.getSourceFile())
       : checker.typeToString(checker.getTypeOfSymbol(property), undefined, FORMAT);
-    lines.push(`  ${readonly}${property.name}${optional}: ${text};`);
+    lines.push(`  ${readonly}${key}${optional}: ${text};`);
   }
   return lines;
 }
