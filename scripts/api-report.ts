@@ -151,7 +151,7 @@ function describe(
       symbol.members?.get(ts.InternalSymbolName.Constructor)?.declarations ?? []
     )
       .filter(ts.isConstructorDeclaration)
-      .map((constructor) => `  constructor${signatureText(checker, constructor)};`);
+      .map((declared) => `  constructor${signatureText(checker, declared)};`);
     const heritage =
       declaration && ts.isClassDeclaration(declaration) && declaration.heritageClauses
         ? ` ${declaration.heritageClauses.map((clause) => printed(clause, declaration.getSourceFile()).trim()).join(' ')}`
