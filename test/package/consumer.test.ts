@@ -100,6 +100,8 @@ let work: string;
 let project: string;
 /** Only the package and Neon's driver: what a webhook-only app on Workers or Lambda installs. */
 let lean: string;
+/** Only the package and pg: what a webhook-only team installs to run the `outbox` CLI. */
+let operator: string;
 let tarball: string;
 let packed: PackResult;
 let leanLock: Record<string, unknown>;
@@ -120,15 +122,19 @@ beforeAll(async () => {
 
   project = join(work, 'project');
   lean = join(work, 'lean');
-  await Promise.all([mkdir(project), mkdir(lean)]);
+  operator = join(work, 'operator');
+  await Promise.all([mkdir(project), mkdir(lean), mkdir(operator)]);
   const empty = JSON.stringify({ name: 'consumer', private: true, type: 'module' });
-  await Promise.all([
-    writeFile(join(project, 'package.json'), empty),
-    writeFile(join(lean, 'package.json'), empty),
-  ]);
+  await Promise.all(
+    [project, lean, operator].map((dir) => writeFile(join(dir, 'package.json'), empty)),
+  );
   const neon = await lockedSpec('@neondatabase/serverless');
   const peers = await Promise.all(NODE_PEERS.map(lockedSpec));
-  await Promise.all([npmInstall(lean, [tarball, neon]), npmInstall(project, [tarball, ...peers])]);
+  await Promise.all([
+    npmInstall(lean, [tarball, neon]),
+    npmInstall(operator, [tarball, await lockedSpec('pg')]),
+    npmInstall(project, [tarball, ...peers]),
+  ]);
   leanLock = JSON.parse(await readFile(join(lean, 'package-lock.json'), 'utf8')).packages;
 }, 240_000);
 
@@ -309,7 +315,7 @@ describe('installed into an empty project', () => {
   }, 60_000);
 });
 
-describe("installed with only Neon's driver beside it, as an app that sends no email", () => {
+describe('installed without the AWS SDK, as an app that sends no email', () => {
   const database = useTestDatabase();
   let proxy: NeonProxy;
   let receiver: WebhookReceiver;
@@ -325,6 +331,8 @@ describe("installed with only Neon's driver beside it, as an app that sends no e
 
   it('installs no AWS SDK: @aws-sdk/client-ses is an optional peer', async () => {
     expect(Object.keys(leanLock).filter((path) => AWS_SDK.test(path))).toEqual([]);
+    const operatorLock = JSON.parse(await readFile(join(operator, 'package-lock.json'), 'utf8'));
+    expect(Object.keys(operatorLock.packages).filter((path) => AWS_SDK.test(path))).toEqual([]);
     const installed = JSON.parse(
       await readFile(join(lean, 'node_modules/outbox-relay/package.json'), 'utf8'),
     );
@@ -422,6 +430,45 @@ describe("installed with only Neon's driver beside it, as an app that sends no e
     );
     expect(rows).toEqual([{ state: 'delivered' }]);
   }, 90_000);
+
+  it('drains webhooks with `outbox drain`, and refuses SES credentials by naming the SDK to install', async () => {
+    const outbox = createOutbox();
+    const secret = generateWebhookSecret();
+    const [key] = await outbox.enqueue(pgExecutor(database.pool), {
+      kind: 'webhook',
+      payload: { url: `${receiver.url}/cli`, body: { from: 'cli' } },
+    });
+    const env = {
+      ...npmFreeEnv(),
+      DATABASE_URL: database.url,
+      OUTBOX_ENV: 'development',
+      OUTBOX_WEBHOOK_SECRET: secret,
+      OUTBOX_WEBHOOK_ALLOW_HOSTS: `127.0.0.1:${receiver.port}`,
+    };
+    const withSes = { ...env, AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE' };
+    const refused = await run('npx', ['--offline', 'outbox', 'drain', '--once'], operator, withSes)
+      .then(() => 'exit 0')
+      .catch(
+        (error: Error & { cause?: { code?: number } }) =>
+          `exit ${error.cause?.code}: ${error.message}`,
+      );
+    expect(refused).toMatch(/^exit 3: /);
+    expect(refused).toContain(
+      '@aws-sdk/client-ses is not installed: npm install @aws-sdk/client-ses',
+    );
+    expect(receiver.received.filter((request) => request.url === '/cli')).toEqual([]);
+
+    const drained = await run(
+      'npx',
+      ['--offline', 'outbox', 'drain', '--once', '--json'],
+      operator,
+      env,
+    );
+    expect(JSON.parse(drained.stdout)).toMatchObject({ delivered: 1, dead: 0 });
+    expect(drained.stderr).toMatch(/^outbox: not draining email: no AWS_ACCESS_KEY_ID/m);
+    const cli = receiver.received.filter((request) => request.url === '/cli');
+    expect(cli.map((request) => request.headers['webhook-id'])).toEqual([key]);
+  }, 60_000);
 
   it('bundles a Worker with wrangler that holds no AWS SDK', async () => {
     await copyFile(WEBHOOK_WORKER, join(lean, 'webhook-worker.ts'));
