@@ -16,7 +16,7 @@ export const MIGRATION_SETS = [
   {
     folder: 'examples/reference-service/migrations',
     module: 'examples/reference-service/migrations.generated.ts',
-    importFrom: 'outbox-relay',
+    importFrom: 'outbox-relay/sql',
   },
 ] as const;
 

@@ -111,14 +111,15 @@ export async function buildWorker(
   const bundle = Object.entries(metafile.outputs).find(([name]) => name.endsWith(bundleFile));
   if (!bundle) throw new Error(`no ${bundleFile} in wrangler's metafile:\n${output}`);
   const [, meta] = bundle;
-  const inputs = Object.keys(meta.inputs).map((input) =>
-    relative(root, resolve(root, input)).replaceAll('\\', '/'),
-  );
+  // The metafile's paths are relative to where wrangler ran: the config's directory.
+  const fromRoot = (input: string) =>
+    relative(root, resolve(dirname(config), input)).replaceAll('\\', '/');
+  const inputs = Object.keys(meta.inputs).map(fromRoot);
   const byPackage = new Map<string, number>();
   for (const [input, { bytesInOutput }] of Object.entries(meta.inputs)) {
     const name =
       /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input)?.[1] ??
-      relative(root, resolve(root, input)).split('/').slice(0, 2).join('/');
+      fromRoot(input).split('/').slice(0, 2).join('/');
     byPackage.set(name, (byPackage.get(name) ?? 0) + bytesInOutput);
   }
   return {

@@ -1,25 +1,10 @@
-// The public API of outbox-relay. Everything a user imports comes from here.
-export {
-  defineConfig,
-  type OutboxCliConfig,
-  type OutboxCliContext,
-  type OutboxCliDrainConfig,
-} from './cli/config.js';
+// `outbox-relay`: what a user needs to enqueue, to drain, and to type those calls. Everything
+// else lives on the subpath it belongs to (docs/api.md lists them all): senders on
+// `outbox-relay/ses` and `outbox-relay/webhook`, each runtime's kit on its own, your own tables'
+// migrations and SQL helpers on `outbox-relay/sql`, environment readers on `outbox-relay/env`.
+// Nothing here loads a provider SDK or a Node built-in.
 export { drainOnce } from './core/drain.js';
-export {
-  DEFAULT_BATCH_SIZE,
-  DEFAULT_CONCURRENCY,
-  DEFAULT_LEASE_MS,
-  DEFAULT_PREFETCH,
-  DEFAULT_ROUND_TRIP_RESERVE_MS,
-  DEFAULT_SEND_TIMEOUT_MS,
-  DEFAULT_SETTLE_GROUP_MS,
-  DEFAULT_SETTLE_GROUP_SIZE,
-  type DrainOptions,
-  type DrainReport,
-  type DrainTuning,
-  type StopReason,
-} from './core/drain-settings.js';
+export type { DrainOptions, DrainReport, DrainTuning, StopReason } from './core/drain-settings.js';
 export {
   ConfigurationError,
   describeError,
@@ -35,16 +20,7 @@ export {
   SubrequestBudgetError,
   ValidationError,
 } from './core/errors.js';
-export {
-  DEFAULT_MAX_ATTEMPTS,
-  type JsonValue,
-  MAX_KEY_LENGTH,
-  MAX_MESSAGES_PER_ENQUEUE,
-  MAX_PAYLOAD_BYTES,
-  type NewMessage,
-  type PayloadValidator,
-} from './core/message.js';
-export { isMessageId, MAX_MESSAGE_ID } from './core/message-id.js';
+export type { JsonValue, NewMessage, PayloadValidator } from './core/message.js';
 export type {
   ClaimedMessage,
   ExhaustedMessage,
@@ -52,36 +28,18 @@ export type {
   MessageState,
   OutboxStats,
 } from './core/outbox-store.js';
-export {
-  type BatchSqlExecutor,
-  type Clock,
-  type IdGenerator,
-  type Logger,
-  type QueryResult,
-  randomId,
-  type SqlExecutor,
-  type Statement,
-  silentLogger,
-  systemClock,
-  timeOrderedId,
+export type {
+  BatchSqlExecutor,
+  Clock,
+  IdGenerator,
+  Logger,
+  QueryResult,
+  SqlExecutor,
+  Statement,
 } from './core/ports.js';
-export {
-  DEFAULT_KEEP_DEAD_MS,
-  DEFAULT_KEEP_DELIVERED_MS,
-  DEFAULT_PURGE_LIMIT,
-  type PurgeOptions,
-  type PurgeReport,
-  type PurgeRequest,
-  purgeOnce,
-} from './core/purge.js';
-export {
-  type BackoffOptions,
-  DEFAULT_BACKOFF_BASE_MS,
-  DEFAULT_BACKOFF_CAP_MS,
-} from './core/retry-policy.js';
+export { type PurgeOptions, type PurgeReport, purgeOnce } from './core/purge.js';
+export type { BackoffOptions } from './core/retry-policy.js';
 export type { OutboundMessage, SendContext, Sender, SenderRegistry } from './core/sender.js';
-export { dead, delivered, release, retry, type Settlement } from './core/settlement.js';
-export { checkStorableText, storableTextProblem } from './core/storable-text.js';
 export {
   type NeonHttpLike,
   type NeonTransactionQuery,
@@ -96,54 +54,20 @@ export {
   pgExecutor,
 } from './drivers/node-pg.js';
 export {
-  FOREIGN_KEY_VIOLATION,
-  isRetryableDatabaseError,
-  RETRYABLE_SQLSTATES,
-  UNIQUE_VIOLATION,
-  violates,
-} from './drivers/postgres-errors.js';
-export { type ErrorBody, errorResponse, type Issue, pathOfField } from './http/json-errors.js';
-export {
-  BUILT_IN_KINDS,
   createOutbox,
   type EnqueueStatement,
   type Outbox,
   type OutboxOptions,
 } from './outbox.js';
 export {
-  budgetedTimeouts,
   createDrainer,
   type Drainer,
   type DrainerOptions,
   type DrainRequest,
-  MIN_DRAIN_BUDGET_MS,
-  runScheduledDrain,
-  type ScheduledRunOptions,
-  type ScheduledRunResult,
 } from './runtime/drainer.js';
-export {
-  type EnvLike,
-  integerFromEnv,
-  type PostgresUrlOptions,
-  postgresUrlFromEnv,
-  readEnv,
-  switchFromEnv,
-} from './runtime/env.js';
-export { type JsonLoggerOptions, jsonLogger, logFailure, logReport } from './runtime/json-log.js';
-export { DEFAULT_KICK_BUDGET_MS, type KickOptions, kickAfterCommit } from './runtime/kick.js';
-export {
-  type EndpointSecretLookup,
-  type SendersFromEnv,
-  type SendersFromEnvOptions,
-  sendersFromEnv,
-} from './runtime/senders-from-env.js';
-export * from './senders/index.js';
-export {
-  type MigrateOptions,
-  type MigrateResult,
-  type Migration,
-  migrate,
-} from './store/migrate.js';
-export type { ListPage, ListRequest } from './store/postgres-store.js';
-export { PostgresOutboxStore } from './store/postgres-store.js';
-export { quoteSchema } from './store/schema-name.js';
+export { type JsonLoggerOptions, jsonLogger } from './runtime/json-log.js';
+export { type KickOptions, kickAfterCommit } from './runtime/kick.js';
+export { limitSender, type SendLimits } from './senders/rate-limit.js';
+export type { MigrateResult } from './store/migrate.js';
+// The type of `outbox.store(db)`. A type only: `outbox.store(db)` is the one way to make one.
+export type { ListPage, ListRequest, PostgresOutboxStore } from './store/postgres-store.js';

@@ -8,9 +8,6 @@ import {
   type Logger,
   type Outbox,
   type PostgresOutboxStore,
-  randomId,
-  silentLogger,
-  systemClock,
 } from 'outbox-relay';
 import { FailedLoginThrottle } from 'outbox-relay/admin';
 import { DEFAULT_IDEMPOTENCY_TTL_MS, IdempotencyRecords } from './idempotency.js';
@@ -89,6 +86,10 @@ export interface ResolvedDeps {
   kickAfterCommit(c: Context, keys: readonly string[]): void;
 }
 
+/** What runs when a test gives no logger: nothing. */
+const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+const systemClock: Clock = { now: () => new Date() };
+
 export function resolveDeps(deps: AppDeps): ResolvedDeps {
   const appSchema = deps.appSchema ?? 'app';
   const logger = deps.logger ?? silentLogger;
@@ -111,7 +112,7 @@ export function resolveDeps(deps: AppDeps): ResolvedDeps {
     ),
     loginThrottle: deps.loginThrottle ?? new FailedLoginThrottle(clock),
     clock,
-    newId: deps.newId ?? randomId,
+    newId: deps.newId ?? (() => crypto.randomUUID()),
     logger,
     kickAfterCommit(c, keys) {
       if (!kickEnabled || !drain) return;

@@ -2,8 +2,8 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
-import { describeError, errorResponse } from 'outbox-relay';
-import { outboxAdmin } from 'outbox-relay/admin';
+import { describeError } from 'outbox-relay';
+import { errorResponse, outboxAdmin } from 'outbox-relay/admin';
 import { type AppDeps, type AppEnv, resolveDeps } from './app-deps.js';
 import { domainRoutes } from './domain-routes.js';
 

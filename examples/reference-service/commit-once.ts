@@ -1,15 +1,8 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import {
-  errorResponse,
-  FOREIGN_KEY_VIOLATION,
-  type Issue,
-  isValidationError,
-  pathOfField,
-  type Statement,
-  UNIQUE_VIOLATION,
-  violates,
-} from 'outbox-relay';
+import { isValidationError, type Statement } from 'outbox-relay';
+import { errorResponse, type Issue, pathOfField } from 'outbox-relay/admin';
+import { FOREIGN_KEY_VIOLATION, UNIQUE_VIOLATION, violates } from 'outbox-relay/sql';
 import type { AppEnv, ResolvedDeps } from './app-deps.js';
 import {
   type IdempotencyRecords,

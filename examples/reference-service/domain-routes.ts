@@ -1,5 +1,6 @@
 import { Hono } from 'hono';
-import { type NewMessage, quoteSchema } from 'outbox-relay';
+import type { NewMessage } from 'outbox-relay';
+import { quoteSchema } from 'outbox-relay/sql';
 import { z } from 'zod';
 import type { AppEnv, ResolvedDeps } from './app-deps.js';
 import { commitOnce, rejection } from './commit-once.js';

@@ -1,4 +1,5 @@
-import { quoteSchema, type SqlExecutor } from 'outbox-relay';
+import type { SqlExecutor } from 'outbox-relay';
+import { quoteSchema } from 'outbox-relay/sql';
 
 /** The reference service's tables live here unless configured otherwise. */
 export const DEFAULT_APP_SCHEMA = 'app';

@@ -1,10 +1,5 @@
-import {
-  quoteSchema,
-  type SqlExecutor,
-  type Statement,
-  UNIQUE_VIOLATION,
-  violates,
-} from 'outbox-relay';
+import type { SqlExecutor, Statement } from 'outbox-relay';
+import { quoteSchema, UNIQUE_VIOLATION, violates } from 'outbox-relay/sql';
 
 /**
  * 24 hours: long enough to cover a client's retries across an outage, as payment APIs do;

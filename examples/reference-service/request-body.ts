@@ -1,5 +1,7 @@
 import { zValidator } from '@hono/zod-validator';
-import { errorResponse, type Issue, storableTextProblem, webhookUrlProblem } from 'outbox-relay';
+import { errorResponse, type Issue } from 'outbox-relay/admin';
+import { storableTextProblem } from 'outbox-relay/sql';
+import { webhookUrlProblem } from 'outbox-relay/webhook';
 import { z } from 'zod';
 
 /** Validation failures become 400 `{error, issues: [{path, message}]}`. */

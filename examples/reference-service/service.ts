@@ -20,26 +20,21 @@ import {
   createOutbox,
   type DrainerOptions,
   describeError,
-  type EnvLike,
-  errorResponse,
-  type HostResolver,
   jsonLogger,
   type Logger,
-  logFailure,
   type MigrateResult,
-  migrate,
   neonHttpExecutor,
   type Outbox,
   type PostgresOutboxStore,
-  postgresUrlFromEnv,
-  readEnv,
-  type SendersFromEnv,
+  type SenderRegistry,
   type SqlExecutor,
-  sendersFromEnv,
-  switchFromEnv,
 } from 'outbox-relay';
-import { adminBearerAuth, FailedLoginThrottle } from 'outbox-relay/admin';
+import { adminBearerAuth, errorResponse, FailedLoginThrottle } from 'outbox-relay/admin';
+import { type EnvLike, postgresUrlFromEnv, readEnv, switchFromEnv } from 'outbox-relay/env';
 import { applyNeonLocalProxy } from 'outbox-relay/neon-local';
+import { sesSenderFromEnv } from 'outbox-relay/ses';
+import { migrate } from 'outbox-relay/sql';
+import { type HostResolver, webhookSenderFromEnv } from 'outbox-relay/webhook';
 import { createApp } from './app.js';
 import type { AppEnv } from './app-deps.js';
 import { DEFAULT_APP_SCHEMA, endpointSecretLookup } from './endpoint-secrets.js';
@@ -76,7 +71,7 @@ export interface ReferenceService {
   /** What the drain, the kick and the schedules run with. */
   drainer: DrainerOptions;
   /** Kinds left without a sender, and why (emails without SES credentials). */
-  skipped: SendersFromEnv['skipped'];
+  skipped: { kind: string; reason: string }[];
   adminToken: string | undefined;
   /**
    * Where wrong admin tokens are counted, for `/admin`, `POST /webhook-endpoints` and
@@ -113,10 +108,21 @@ export function referenceServiceFromEnv(
     verbose: readEnv(env, 'OUTBOX_DEBUG') === '1',
     fields: options.logFields,
   });
-  const { senders, skipped } = sendersFromEnv(env, {
+  const webhook = webhookSenderFromEnv(env, {
     endpointSecret: endpointSecretLookup(options.secretsDb ? options.secretsDb(db) : db),
     resolveHost: options.resolveHost,
   });
+  const email = sesSenderFromEnv(env);
+  const senders: SenderRegistry = email ? { webhook, email } : { webhook };
+  const skipped = email
+    ? []
+    : [
+        {
+          kind: 'email',
+          reason:
+            'no AWS_ACCESS_KEY_ID: emails stay pending until a drain with SES credentials runs',
+        },
+      ];
   return {
     db,
     outbox,
@@ -194,7 +200,7 @@ export function serviceRouter(
  * business outside), and the detail in the log.
  */
 export function misconfiguredResponse(error: unknown, fields: Record<string, unknown>): Response {
-  logFailure('the service is misconfigured', error, fields);
+  jsonLogger({ fields }).error('the service is misconfigured', { error: describeError(error) });
   return Response.json(
     { error: 'internal error: the service is misconfigured (details in its log)' },
     { status: 500 },

@@ -14,13 +14,14 @@ import { createHash, randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { describeError, postgresUrlFromEnv } from 'outbox-relay';
+import { describeError } from 'outbox-relay';
 import {
   localSesEnv,
   startEmbeddedPostgres,
   startLocalSes,
   startNeonProxy,
 } from 'outbox-relay/dev';
+import { postgresUrlFromEnv } from 'outbox-relay/env';
 import { nodeHostResolver, serveApp, startDrainSchedule } from 'outbox-relay/node';
 import { migrateReferenceService, referenceApp, referenceServiceFromEnv } from './service.js';
 

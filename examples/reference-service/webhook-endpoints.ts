@@ -1,12 +1,8 @@
 import { Hono } from 'hono';
-import {
-  generateWebhookSecret,
-  type NewMessage,
-  quoteSchema,
-  type Statement,
-  webhookUrlProblem,
-} from 'outbox-relay';
+import type { NewMessage, Statement } from 'outbox-relay';
 import { adminBearerAuth } from 'outbox-relay/admin';
+import { quoteSchema } from 'outbox-relay/sql';
+import { generateWebhookSecret, webhookUrlProblem } from 'outbox-relay/webhook';
 import { z } from 'zod';
 import type { AppEnv, ResolvedDeps } from './app-deps.js';
 import { commitOnce } from './commit-once.js';

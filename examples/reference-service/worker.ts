@@ -8,13 +8,8 @@
  * hosts are not resolved (`resolveHost: false`: there is no resolver, and Cloudflare's egress
  * cannot reach private ranges).
  */
-import {
-  type EnvLike,
-  integerFromEnv,
-  type QueryResult,
-  readEnv,
-  type SqlExecutor,
-} from 'outbox-relay';
+
+import type { QueryResult, SqlExecutor } from 'outbox-relay';
 import {
   DEFAULT_PURGE_CRON,
   DEFAULT_WORKERS_DRAIN_BUDGET_MS,
@@ -22,6 +17,7 @@ import {
   type WorkerExecutionContext,
   workersScheduledHandler,
 } from 'outbox-relay/cloudflare-workers';
+import { type EnvLike, integerFromEnv, readEnv } from 'outbox-relay/env';
 import {
   misconfiguredResponse,
   type ReferenceService,

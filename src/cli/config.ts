@@ -1,6 +1,7 @@
 /**
  * The shape of `outbox.config.ts`: what a project tells the `outbox` command beyond the
- * environment. Types only and `defineConfig`, so a config file imports nothing heavy.
+ * environment. Types only and `defineConfig`, so a config file imports nothing heavy. Import
+ * from `outbox-relay/cli`.
  */
 import type { DrainTuning } from '../core/drain-settings.js';
 import type { SqlExecutor } from '../core/ports.js';
@@ -47,7 +48,7 @@ export interface OutboxCliDatabaseConfig {
  *
  * @example
  * // outbox.config.ts
- * import { defineConfig } from 'outbox-relay';
+ * import { defineConfig } from 'outbox-relay/cli';
  *
  * export default defineConfig({
  *   endpointSecret: async (endpointId, { db }) => {

@@ -1,12 +1,18 @@
 /**
  * The senders `outbox drain` uses: built from the environment as the deployed functions build
- * them (`sendersFromEnv`), then the config file's `senders` replace them kind by kind, and its
- * `endpointSecret` signs webhooks that name an endpoint. What cannot be delivered is said at
- * startup, so no message goes to dead letter silently.
+ * them (`webhookSenderFromEnv`, `sesSenderFromEnv`), then the config file's `senders` replace
+ * them kind by kind, and its `endpointSecret` signs webhooks that name an endpoint. What cannot
+ * be delivered is said at startup, so no message goes to dead letter silently.
+ *
+ * The SES sender is imported only when the environment asks for SES and the config brings no
+ * email sender of its own: `@aws-sdk/client-ses` is an optional peer, which a project that sends
+ * no email has not installed, and `outbox drain` must run there too.
  */
-import type { SenderRegistry } from '../core/sender.js';
-import { sendersFromEnv } from '../runtime/senders-from-env.js';
+import type { Sender, SenderRegistry } from '../core/sender.js';
+import type { EnvLike } from '../runtime/env.js';
+import { sesRequestedInEnv } from '../senders/ses/ses-config.js';
 import { nodeHostResolver } from '../senders/webhook/node-host-resolver.js';
+import { webhookSenderFromEnv } from '../senders/webhook/webhook-from-env.js';
 import { decodeWebhookSecret } from '../senders/webhook/webhook-signature.js';
 import { CliError } from './cli-errors.js';
 import { type CliIo, writeNote } from './cli-io.js';
@@ -24,15 +30,24 @@ export interface DrainSendersRequest {
 export async function drainSenders(request: DrainSendersRequest): Promise<SenderRegistry> {
   const { io, config, configPath, context } = request;
   const { endpointSecret } = config;
-  const built = sendersFromEnv(io.env, {
-    endpointSecret: endpointSecret && ((endpointId) => endpointSecret(endpointId, context)),
-    resolveHost: nodeHostResolver,
-  });
   const own = await configSenders(config, configPath, context);
-  const senders: SenderRegistry = { ...built.senders, ...own };
-  for (const { kind, reason } of built.skipped) {
-    if (!(kind in own)) writeNote(io, `not draining ${kind}: ${reason}`);
+  const senders: Record<string, Sender> = {
+    webhook: webhookSenderFromEnv(io.env, {
+      endpointSecret: endpointSecret && ((endpointId) => endpointSecret(endpointId, context)),
+      resolveHost: nodeHostResolver,
+    }),
+  };
+  if (!('email' in own)) {
+    if (!sesRequestedInEnv(io.env)) {
+      writeNote(
+        io,
+        'not draining email: no AWS_ACCESS_KEY_ID: emails stay pending until a drain with SES credentials runs',
+      );
+    } else {
+      senders.email = await sesSenderFromEnv(io.env);
+    }
   }
+  Object.assign(senders, own);
   for (const kind of Object.keys(config.kinds ?? {})) {
     if (!(kind in senders)) {
       writeNote(io, `not draining ${kind}: no sender for it in the config's senders`);
@@ -48,6 +63,33 @@ export async function drainSenders(request: DrainSendersRequest): Promise<Sender
     }
   }
   return senders;
+}
+
+/**
+ * The SES sender the environment describes, its module (and the SDK) loaded only now. A
+ * missing SDK is said in words: the `ERR_MODULE_NOT_FOUND` alone names no remedy.
+ */
+async function sesSenderFromEnv(env: EnvLike): Promise<Sender> {
+  let module: typeof import('../senders/ses/ses-from-env.js');
+  try {
+    module = await import('../senders/ses/ses-from-env.js');
+  } catch (error) {
+    if (!isMissingSesSdk(error)) throw error;
+    throw new CliError(
+      'CLI_CONFIGURATION',
+      'SES credentials are set (AWS_ACCESS_KEY_ID or AWS_ENDPOINT_URL_SES) but @aws-sdk/client-ses is not installed: npm install @aws-sdk/client-ses, or unset them to leave emails pending',
+    );
+  }
+  // Defined: sesRequestedInEnv(env) held.
+  return module.sesSenderFromEnv(env)!;
+}
+
+function isMissingSesSdk(error: unknown): boolean {
+  return (
+    error instanceof Error &&
+    (error as { code?: unknown }).code === 'ERR_MODULE_NOT_FOUND' &&
+    error.message.includes('@aws-sdk/client-ses')
+  );
 }
 
 async function configSenders(

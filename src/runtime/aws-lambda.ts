@@ -11,7 +11,8 @@
  * @example
  * import { neon } from '@neondatabase/serverless';
  * import { handle } from 'hono/aws-lambda';
- * import { neonHttpExecutor, sesConfigFromEnv, sesSender } from 'outbox-relay';
+ * import { neonHttpExecutor } from 'outbox-relay';
+ * import { sesConfigFromEnv, sesSender } from 'outbox-relay/ses';
  * import { awaitBackgroundWork, lambdaScheduledHandler } from 'outbox-relay/aws-lambda';
  *
  * export const http = handle(awaitBackgroundWork(app));     // kicks finish before returning
@@ -167,3 +168,5 @@ export function awaitBackgroundWork(app: {
 
 /** The webhook sender's DNS check on Lambda (Node): pass as `resolveHost`. */
 export { nodeHostResolver } from '../senders/webhook/node-host-resolver.js';
+/** What a scheduled invocation resolves to: the drain's and the purge's reports. */
+export type { ScheduledRunResult } from './drainer.js';

@@ -8,7 +8,8 @@
  *
  * @example
  * import { neon } from '@neondatabase/serverless';
- * import { createOutbox, neonHttpExecutor, sesSender, sesConfigFromEnv } from 'outbox-relay';
+ * import { createOutbox, neonHttpExecutor } from 'outbox-relay';
+ * import { sesConfigFromEnv, sesSender } from 'outbox-relay/ses';
  * import { WORKERS_FREE_SUBREQUESTS, workersScheduledHandler } from 'outbox-relay/cloudflare-workers';
  *
  * const outbox = createOutbox();

@@ -155,7 +155,7 @@ export const MIN_DRAIN_BUDGET_MS = 1_000;
  * setup's values; calling it without yours drains with the defaults' timeouts.
  *
  * @example
- * budgetedTimeouts(5_000, systemClock, { sendTimeoutMs: 3_000 });
+ * budgetedTimeouts(5_000, { now: () => new Date() }, { sendTimeoutMs: 3_000 });
  * // { deadline: 5 s from now, sendTimeoutMs: 2_500, roundTripReserveMs: 833 }
  */
 export function budgetedTimeouts(

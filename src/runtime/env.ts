@@ -1,7 +1,8 @@
 /**
  * Reading settings from an environment object: a Worker's `env` bindings, Lambda's or Node's
  * `process.env`. One reader for every runtime, so a setting means the same thing everywhere and
- * a malformed one fails the same way: a `ConfigurationError` naming the variable.
+ * a malformed one fails the same way: a `ConfigurationError` naming the variable. Import from
+ * `outbox-relay/env` to read your own settings the way the kits and the CLI read theirs.
  */
 import { ConfigurationError } from '../core/errors.js';
 import { missingPasswordError, urlHasPassword } from '../drivers/connection-password.js';
@@ -55,7 +56,7 @@ export interface PostgresUrlOptions {
  *
  * @example
  * import { neon } from '@neondatabase/serverless';
- * import { postgresUrlFromEnv } from 'outbox-relay';
+ * import { postgresUrlFromEnv } from 'outbox-relay/env';
  *
  * const sql = neon(postgresUrlFromEnv(env, 'DATABASE_URL', { requirePassword: true }));
  */

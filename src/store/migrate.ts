@@ -2,7 +2,10 @@ import type { BatchSqlExecutor } from '../core/ports.js';
 import { migrations as bundledMigrations } from './migrations.generated.js';
 import { DEFAULT_SCHEMA, quoteSchema } from './schema-name.js';
 
-/** One file of migrations/, bundled as a module so Workers can migrate without a filesystem. */
+/**
+ * One migration: a file of migrations/ (the outbox's) or one of yours, bundled as a module so
+ * Workers can migrate without a filesystem.
+ */
 export interface Migration {
   version: number;
   name: string;
@@ -26,14 +29,12 @@ export interface MigrateResult {
 }
 
 /**
- * Brings the outbox schema up to date. Idempotent, and safe when several processes (or Workers)
- * run it at once: the whole migration is ONE transaction that first takes a transaction-scoped
- * advisory lock on the schema name, so a second caller waits, then finds every version recorded
- * and does nothing. Because it is a single batch with no logic between statements, it works over
+ * Brings a schema up to date: the outbox's (`outbox.migrate(db)` calls this) or, with your own
+ * `migrations`, yours (`migrate` of `outbox-relay/sql`). Idempotent, and safe when several
+ * processes (or Workers) run it at once: the whole migration is ONE transaction that first takes
+ * a transaction-scoped advisory lock on the schema name, so a second caller waits, then finds
+ * every version recorded and does nothing. Because it is a single batch with no logic between statements, it works over
  * Neon's HTTP driver (`sql.transaction`) as well as over pg and Neon WebSocket connections.
- *
- * @example
- * await migrate(pgExecutor(pool), { schema: 'outbox' });
  */
 export async function migrate(
   db: BatchSqlExecutor,

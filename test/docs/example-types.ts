@@ -16,6 +16,7 @@
  */
 import { join, relative } from 'node:path';
 import ts from 'typescript';
+import { repositoryCompilerOptions } from '../../scripts/compiler-options.js';
 import type { CodeExample } from './code-examples.js';
 
 export const GIVEN_NAMES = 'test/docs/given-names.ts';
@@ -100,7 +101,7 @@ export function exampleTypeErrors(root: string, examples: readonly CodeExample[]
 }
 
 function prepare(root: string, examples: readonly CodeExample[], givenNamesFrom?: string) {
-  const options = compilerOptions(root);
+  const options = repositoryCompilerOptions(root);
   const host = cachingHost(options);
   const specifier = (file: string) =>
     relative(join(root, VIRTUAL_DIR), join(root, file)).replace(/\.ts$/, '.js');
@@ -111,22 +112,6 @@ function prepare(root: string, examples: readonly CodeExample[], givenNamesFrom?
     text: `${scope.header(example)}\n${example.code}`,
   }));
   return { options, host, scope: scope.program, modules };
-}
-
-/** The repository's own compiler options: strict, with `paths` from the package's names. */
-function compilerOptions(root: string): ts.CompilerOptions {
-  const parsed = ts.getParsedCommandLineOfConfigFile(
-    join(root, 'tsconfig.json'),
-    {},
-    {
-      ...ts.sys,
-      onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
-        throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
-      },
-    },
-  );
-  if (!parsed) throw new Error('tsconfig.json could not be read');
-  return parsed.options;
 }
 
 /**

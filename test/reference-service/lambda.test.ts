@@ -8,8 +8,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { ScheduledRunResult as ScheduledResult } from 'outbox-relay';
-import type { LambdaContextLike } from 'outbox-relay/aws-lambda';
+import type {
+  LambdaContextLike,
+  ScheduledRunResult as ScheduledResult,
+} from 'outbox-relay/aws-lambda';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrations as appMigrations } from '../../examples/reference-service/migrations.generated.js';

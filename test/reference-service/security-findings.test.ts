@@ -10,7 +10,8 @@ import { referenceServiceFromEnv } from '../../examples/reference-service/servic
 import { SECRET_NOT_REPLAYED } from '../../examples/reference-service/webhook-endpoints.js';
 import { FAILED_LOGIN_FREE_ATTEMPTS } from '../../src/admin/index.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
-import { createOutbox, type Logger, runScheduledDrain } from '../../src/index.js';
+import { createOutbox, type Logger } from '../../src/index.js';
+import { runScheduledDrain } from '../../src/runtime/drainer.js';
 import { migrate } from '../../src/store/migrate.js';
 import { useTestDatabase } from '../support/database.js';
 import { fakeClock } from '../support/drain-fixtures.js';

@@ -1,10 +1,6 @@
-import {
-  integerFromEnv,
-  postgresUrlFromEnv,
-  readEnv,
-  sendersFromEnv,
-  switchFromEnv,
-} from 'outbox-relay';
+import { integerFromEnv, postgresUrlFromEnv, readEnv, switchFromEnv } from 'outbox-relay/env';
+import { sesSenderFromEnv } from 'outbox-relay/ses';
+import { webhookSenderFromEnv } from 'outbox-relay/webhook';
 import { describe, expect, it } from 'vitest';
 
 describe('settings read from an environment', () => {
@@ -50,6 +46,7 @@ describe('settings read from an environment', () => {
     expect(postgresUrlFromEnv(env)).toBe('postgres://u:p@ep-x.example/db');
     expect(integerFromEnv(env, 'OUTBOX_SUBREQUEST_BUDGET', 50)).toBe(50);
     expect(readEnv(env, 'DATABASE_URL')).toBe('postgres://u:p@ep-x.example/db');
-    expect(Object.keys(sendersFromEnv(env, { resolveHost: false }).senders)).toEqual(['webhook']);
+    expect(typeof webhookSenderFromEnv(env, { resolveHost: false })).toBe('function');
+    expect(sesSenderFromEnv(env)).toBeUndefined();
   });
 });

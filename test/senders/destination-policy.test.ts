@@ -9,14 +9,14 @@ import {
   isPermanentDeliveryError,
   isRetryableDeliveryError,
 } from '../../src/core/errors.js';
+import { destinationCheck } from '../../src/senders/webhook/destination-policy.js';
 import {
   forbiddenAddressReason,
   generateWebhookSecret,
   type HostResolver,
   type WebhookSenderConfig,
   webhookSender,
-} from '../../src/senders/index.js';
-import { destinationCheck } from '../../src/senders/webhook/destination-policy.js';
+} from '../../src/senders/webhook/index.js';
 import { nodeHostResolver } from '../../src/senders/webhook/node-host-resolver.js';
 import { type LoopbackServer, startLoopbackServer } from '../support/loopback-http.js';
 import { openSignal, outboundMessage } from './outbound-message.js';

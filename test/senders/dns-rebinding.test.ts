@@ -11,7 +11,7 @@ import {
   generateWebhookSecret,
   type HostResolver,
   webhookSender,
-} from '../../src/senders/index.js';
+} from '../../src/senders/webhook/index.js';
 import {
   connectingHostResolver,
   nodeHostResolver,
@@ -119,7 +119,7 @@ describe('DNS rebinding', () => {
   });
 
   it('nodeHostResolver is a resolver the sender connects through', async () => {
-    expect(typeof nodeHostResolver.connectingFetchOptions).toBe('function');
+    expect(typeof nodeHostResolver.connectingFetch).toBe('function');
     const sender = webhookSender({
       secret,
       environment: 'development',

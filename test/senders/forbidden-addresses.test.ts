@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { isPermanentDeliveryError } from '../../src/core/errors.js';
-import { forbiddenAddressReason } from '../../src/senders/index.js';
 import { destinationCheck } from '../../src/senders/webhook/destination-policy.js';
+import { forbiddenAddressReason } from '../../src/senders/webhook/index.js';
 import { openSignal } from './outbound-message.js';
 
 /** [address, a word the reason must contain]: one or more rows per range. */

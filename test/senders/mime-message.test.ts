@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseEmailPayload } from '../../src/senders/index.js';
+import { parseEmailPayload } from '../../src/senders/ses/index.js';
 import { buildMimeMessage, quotedPrintable } from '../../src/senders/ses/mime-message.js';
 
 const KEY = '0b0e8a52-3f7e-4a43-9a52-6f3c1f1e9d10';

@@ -1,12 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { isValidationError } from '../../src/core/errors.js';
 import type { JsonValue } from '../../src/core/message.js';
-import {
-  emailPayloadValidator,
-  parseEmailPayload,
-  parseWebhookPayload,
-  webhookPayloadValidator,
-} from '../../src/senders/index.js';
+import { emailPayloadValidator, parseEmailPayload } from '../../src/senders/ses/index.js';
+import { parseWebhookPayload, webhookPayloadValidator } from '../../src/senders/webhook/index.js';
 
 const FIELD = 'message.payload';
 

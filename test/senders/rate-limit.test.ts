@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isRetryableDeliveryError } from '../../src/core/errors.js';
 import type { OutboundMessage, Sender } from '../../src/core/sender.js';
-import { limitSender } from '../../src/senders/index.js';
+import { limitSender } from '../../src/senders/rate-limit.js';
 import { waitFor } from '../support/wait-for.js';
 import { openSignal, outboundMessage } from './outbound-message.js';
 

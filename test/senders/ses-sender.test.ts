@@ -21,7 +21,7 @@ import {
   type SesSenderConfig,
   sesConfigFromEnv,
   sesSender,
-} from '../../src/senders/index.js';
+} from '../../src/senders/ses/index.js';
 import {
   type LoopbackServer,
   type ReceivedRequest,

@@ -19,7 +19,7 @@ import {
   signWebhook,
   type WebhookSenderConfig,
   webhookSender,
-} from '../../src/senders/index.js';
+} from '../../src/senders/webhook/index.js';
 import {
   type LoopbackServer,
   type ReceivedRequest,

@@ -8,9 +8,13 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { isValidationError } from '../../src/core/errors.js';
 import { type KindRegistry, prepareMessages } from '../../src/core/message.js';
-import { checkWebhookUrl, MAX_WEBHOOK_URL_LENGTH, webhookUrlProblem } from '../../src/index.js';
 import { BUILT_IN_KINDS } from '../../src/outbox.js';
-import { webhookPayloadValidator } from '../../src/senders/index.js';
+import {
+  checkWebhookUrl,
+  MAX_WEBHOOK_URL_LENGTH,
+  webhookPayloadValidator,
+  webhookUrlProblem,
+} from '../../src/senders/webhook/index.js';
 
 const kinds: KindRegistry = new Map(Object.entries(BUILT_IN_KINDS));
 

@@ -1,12 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import {
-  checkStorableText,
-  isValidationError,
-  MAX_PAYLOAD_BYTES,
-  type NewMessage,
-  storableTextProblem,
-} from '../../src/index.js';
+import { MAX_PAYLOAD_BYTES } from '../../src/core/message.js';
+import { isValidationError, type NewMessage } from '../../src/index.js';
 import { createOutbox } from '../../src/outbox.js';
+import { checkStorableText, storableTextProblem } from '../../src/store/own-tables.js';
 import { useTestDatabase } from '../support/database.js';
 import { countingExecutor, DRIVER_NAMES, useDriver } from '../support/drivers.js';
 import { countMessages, insertUser, welcomeEmail } from '../support/fixtures.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { randomId, timeOrderedId } from '../../src/index.js';
+import { randomId, timeOrderedId } from '../../src/core/ports.js';
 import { createOutbox } from '../../src/outbox.js';
 import { useTestDatabase } from '../support/database.js';
 import { DRIVER_NAMES, useDriver } from '../support/drivers.js';

@@ -11,7 +11,7 @@
  * check and a private one to the connect (DNS rebinding) would get through the check alone. A
  * {@link ConnectingHostResolver} closes that: the connection resolves through the same resolver
  * and checks every address it would connect to, before connecting. `nodeHostResolver` is one
- * (an undici dispatcher, ./node-checked-connect.ts). Workers need none: there is no resolver to
+ * (a fetch over `node:http` agents, ./node-checked-fetch.ts). Workers need none: there is no resolver to
  * call, and the platform's fetch cannot reach private or loopback ranges.
  */
 import {
@@ -35,15 +35,18 @@ export type HostResolver = (hostname: string) => Promise<readonly string[]>;
  */
 export type ConnectCheck = (host: string, address: string) => string | undefined;
 
+/** The part of `fetch` the webhook sender calls: one request, never redirected. */
+export type CheckedFetch = (url: URL, init: RequestInit) => Promise<Response>;
+
 /**
- * A {@link HostResolver} that fetch can connect through, so the connection goes only to an
- * address that was checked: `nodeHostResolver` on Node. The webhook sender calls
- * `connectingFetchOptions` once, with the destination policy's check, and passes what it returns
- * to every fetch (on Node, `{ dispatcher }`: an undici Agent whose DNS lookup is this resolver
- * and which refuses, unconnected, a name that resolves to an address the check refuses).
+ * A {@link HostResolver} the webhook sender can connect through, so the connection goes only to
+ * an address that was checked: `nodeHostResolver` on Node. The sender calls `connectingFetch`
+ * once, with the destination policy's check, and sends every webhook with the fetch it returns
+ * (on Node, over `node:http` agents whose DNS lookup is this resolver, and which refuse,
+ * unconnected, a name that resolves to an address the check refuses).
  */
 export interface ConnectingHostResolver extends HostResolver {
-  connectingFetchOptions(check: ConnectCheck): Record<string, unknown>;
+  connectingFetch(check: ConnectCheck): CheckedFetch;
 }
 
 export interface DestinationPolicyOptions {
@@ -156,25 +159,27 @@ export function destinationCheck(options: DestinationPolicyOptions): Destination
 }
 
 /**
- * What fetch needs, beyond the URL, so the connection goes only to addresses the policy allows:
- * the connecting resolver's options (Node: `{ dispatcher }`), or `{}` when `resolveHost` is a
- * plain function, `false` or unset. Build once per sender: on Node it holds a connection pool.
+ * The fetch the sender sends with, so the connection goes only to addresses the policy allows:
+ * the connecting resolver's (Node: over `node:http` agents that check each address), or the
+ * global `fetch` when `resolveHost` is a plain function, `false` or unset. Build once per sender:
+ * on Node it holds a connection pool.
  *
  * At connect time the host's exemption is by name, whatever the port: `allowHosts` is the
  * operator's list, and the port was already held to it by {@link destinationCheck}.
  */
-export function connectingFetchOptions(options: DestinationPolicyOptions): Record<string, unknown> {
+export function connectingFetch(options: DestinationPolicyOptions): CheckedFetch {
   const resolveHost = options.resolveHost;
-  if (!resolveHost || !isConnectingResolver(resolveHost)) return {};
+  // Looked up at each call, not now: whatever `fetch` the runtime has when the send happens.
+  if (!resolveHost || !isConnectingResolver(resolveHost)) return (url, init) => fetch(url, init);
   const exempt = new Set((options.allowHosts ?? []).map((entry) => parseAllowedHost(entry).host));
-  return resolveHost.connectingFetchOptions((host, address) => {
+  return resolveHost.connectingFetch((host, address) => {
     if (exempt.has(bareHost(host))) return undefined;
     return forbiddenAddressReason(bareHost(address));
   });
 }
 
 function isConnectingResolver(resolver: HostResolver): resolver is ConnectingHostResolver {
-  return typeof (resolver as Partial<ConnectingHostResolver>).connectingFetchOptions === 'function';
+  return typeof (resolver as Partial<ConnectingHostResolver>).connectingFetch === 'function';
 }
 
 function forbiddenNameReason(host: string): string | undefined {

@@ -1,10 +1,10 @@
 /**
  * The Node resolver for the webhook SSRF guard. Node only: it imports `node:dns/promises` and
- * undici, so it lives apart from the sender, which runs on Workers too.
+ * `node:http`, so it lives apart from the sender, which runs on Workers too.
  */
 import { lookup } from 'node:dns/promises';
 import type { ConnectCheck, ConnectingHostResolver, HostResolver } from './destination-policy.js';
-import { checkedConnectDispatcher } from './node-checked-connect.js';
+import { checkedFetch } from './node-checked-fetch.js';
 
 /**
  * `resolveHost` as a resolver the webhook sender connects through too (see
@@ -13,9 +13,7 @@ import { checkedConnectDispatcher } from './node-checked-connect.js';
  */
 export function connectingHostResolver(resolveHost: HostResolver): ConnectingHostResolver {
   return Object.assign((hostname: string) => resolveHost(hostname), {
-    connectingFetchOptions: (check: ConnectCheck) => ({
-      dispatcher: checkedConnectDispatcher(resolveHost, check),
-    }),
+    connectingFetch: (check: ConnectCheck) => checkedFetch(resolveHost, check),
   });
 }
 
@@ -23,10 +21,10 @@ export function connectingHostResolver(resolveHost: HostResolver): ConnectingHos
  * Every address `hostname` resolves to, through the system resolver (`getaddrinfo`, so
  * /etc/hosts counts). `all: true` because a connection may go to any of them, so each must pass.
  *
- * The webhook sender connects through it as well (an undici dispatcher whose lookup is this
+ * The webhook sender connects through it as well (`node:http` agents whose lookup is this
  * resolver), so the connection goes only to an address that passed the check, even if the name
- * answers differently the second time (DNS rebinding). That dispatcher replaces any global one
- * for webhook sends: behind an egress proxy set with undici's `setGlobalDispatcher`, pass
+ * answers differently the second time (DNS rebinding). Those connections bypass fetch's global
+ * dispatcher: behind an egress proxy set with undici's `setGlobalDispatcher`, pass
  * `(host) => nodeHostResolver(host)` instead, a plain function the sender checks with only.
  *
  * @example

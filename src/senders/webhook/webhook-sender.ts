@@ -10,7 +10,7 @@ import { type Clock, systemClock } from '../../core/ports.js';
 import type { OutboundMessage, SendContext, Sender } from '../../core/sender.js';
 import { storableText } from '../../core/storable-text.js';
 import {
-  connectingFetchOptions,
+  connectingFetch,
   type DestinationPolicyOptions,
   destinationCheck,
 } from './destination-policy.js';
@@ -104,7 +104,7 @@ const RETRYABLE_STATUSES = new Set([408, 425, 429]);
  * Uses the global `fetch` and `crypto.subtle`: runs on Node 20+, Lambda and Workers.
  *
  * @example
- * import { webhookSender } from 'outbox-relay';
+ * import { webhookSender } from 'outbox-relay/webhook';
  * import { nodeHostResolver } from 'outbox-relay/node';
  *
  * const webhook = webhookSender({
@@ -121,8 +121,8 @@ const RETRYABLE_STATUSES = new Set([408, 425, 429]);
 export function webhookSender(config: WebhookSenderConfig): Sender {
   const lookupSecret = secretSource(config);
   const checkDestination = destinationCheck(config);
-  // On Node with nodeHostResolver: a dispatcher that connects only to addresses that pass.
-  const connection = connectingFetchOptions(config);
+  // On Node with nodeHostResolver: a fetch that connects only to addresses that pass.
+  const send = connectingFetch(config);
   const clock = config.clock ?? systemClock;
   const userAgent = config.userAgent ?? DEFAULT_WEBHOOK_USER_AGENT;
 
@@ -149,8 +149,7 @@ export function webhookSender(config: WebhookSenderConfig): Sender {
 
     let response: Response;
     try {
-      response = await fetch(url, {
-        ...connection,
+      response = await send(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'user-agent': userAgent, ...signature },
         body,

@@ -12,13 +12,17 @@ import {
   type Outbox,
   pgExecutor,
   type Sender,
-  webhookSender,
 } from 'outbox-relay';
 import { outboxAdmin } from 'outbox-relay/admin';
 import { awaitBackgroundWork, lambdaScheduledHandler } from 'outbox-relay/aws-lambda';
+import { defineConfig } from 'outbox-relay/cli';
 import { type EmbeddedPostgres, startEmbeddedPostgres, startNeonProxy } from 'outbox-relay/dev';
+import { readEnv } from 'outbox-relay/env';
 import { applyNeonLocalProxy } from 'outbox-relay/neon-local';
 import { serveApp, startDrainSchedule } from 'outbox-relay/node';
+import { sesSenderFromEnv } from 'outbox-relay/ses';
+import { migrate, quoteSchema } from 'outbox-relay/sql';
+import { webhookSender, webhookSenderFromEnv } from 'outbox-relay/webhook';
 import pg from 'pg';
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
@@ -44,6 +48,19 @@ const report: DrainReport = await drainOnce({
   store: outbox.store(pgExecutor(pool)),
   senders: { webhook, custom },
 });
+
+const email = sesSenderFromEnv(process.env);
+const fromEnv = {
+  webhook: webhookSenderFromEnv(process.env, { resolveHost: false }),
+  ...(email ? { email } : {}),
+};
+await drainOnce({ store: outbox.store(pgExecutor(pool)), senders: fromEnv });
+await migrate(pgExecutor(pool), {
+  schema: readEnv(process.env, 'APP_SCHEMA') ?? 'shop',
+  migrations: [{ version: 1, name: 'orders', sql: 'CREATE TABLE {{schema}}.orders (id int)' }],
+});
+export const orders = `${quoteSchema('shop')}.orders`;
+export const config = defineConfig({ drain: { batchSize: 50 } });
 
 const admin = outboxAdmin({ store: outbox.store(pgExecutor(pool)), token: 'secret' });
 const served = serveApp(admin, { port: 0 });

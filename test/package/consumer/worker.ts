@@ -4,12 +4,13 @@
  * which checks no Node-only server or driver package reaches the bundle.
  */
 import { neon } from '@neondatabase/serverless';
-import { createOutbox, neonHttpExecutor, sesConfigFromEnv, sesSender } from 'outbox-relay';
+import { createOutbox, neonHttpExecutor } from 'outbox-relay';
 import {
   WORKERS_FREE_SUBREQUESTS,
   type WorkerExecutionContext,
   workersScheduledHandler,
 } from 'outbox-relay/cloudflare-workers';
+import { sesConfigFromEnv, sesSender } from 'outbox-relay/ses';
 
 type Env = {
   DATABASE_URL: string;
