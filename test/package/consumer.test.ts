@@ -335,7 +335,7 @@ describe('installed with only the peers the entry points it uses need', () => {
   let lean: string;
 
   beforeAll(async () => {
-    lean = join(work, 'lean');
+    lean = join(work, 'lean-peers');
     await mkdir(lean);
     await writeFile(
       join(lean, 'package.json'),
