@@ -1,3 +1,4 @@
+import { ConfigurationError } from '../core/errors.js';
 import type { BatchSqlExecutor, QueryResult, Statement } from '../core/ports.js';
 import { postgresArrayLiteral } from './array-literal.js';
 import { mapDatabaseError } from './postgres-errors.js';
@@ -17,6 +18,8 @@ export interface PostgresJsSqlLike {
     options?: { prepare?: boolean },
   ): PromiseLike<PostgresJsRowsLike>;
   begin?(run: (tx: PostgresJsSqlLike) => Promise<unknown>): Promise<unknown>;
+  /** The `sql` of `postgres()` has its settings here, the result parsers among them. */
+  options?: { parsers?: Record<string, ((text: string) => unknown) | undefined> };
   savepoint?(run: (tx: PostgresJsSqlLike) => Promise<unknown>): Promise<unknown>;
 }
 
@@ -27,6 +30,10 @@ export interface PostgresJsSqlLike {
  * is then written if, and only if, that transaction commits. Give it the `sql` itself for drains
  * and migrations: `batch` is one `sql.begin`, on one connection, all or nothing. Inside a `tx`,
  * `batch` is one `tx.savepoint`, so it never ends the transaction it runs in.
+ *
+ * The store reads timestamps as `Date`s, as postgres.js gives them by default. A client that
+ * Drizzle wraps (`drizzle({ client: sql })`) gives them as text from then on, so such an `sql` is
+ * refused with a `ConfigurationError`: give the executor a `postgres()` client of its own.
  *
  * Statements run as prepared statements, planned once per connection, unless the connection
  * was made with `postgres(url, { prepare: false })`, postgres.js's own switch for a pooler that
@@ -45,6 +52,7 @@ export interface PostgresJsSqlLike {
 export function postgresJsExecutor(sql: PostgresJsSqlLike): BatchSqlExecutor {
   return {
     async query<Row>(text: string, params: unknown[] = []): Promise<QueryResult<Row>> {
+      refuseTimestampsAsText(sql);
       try {
         return result<Row>(await run(sql, text, params));
       } catch (error) {
@@ -53,6 +61,7 @@ export function postgresJsExecutor(sql: PostgresJsSqlLike): BatchSqlExecutor {
     },
 
     async batch(statements: readonly Statement[]): Promise<QueryResult[]> {
+      refuseTimestampsAsText(sql);
       const runAll = async (tx: PostgresJsSqlLike) => {
         const results: QueryResult[] = [];
         for (const statement of statements) {
@@ -82,6 +91,23 @@ export function postgresJsExecutor(sql: PostgresJsSqlLike): BatchSqlExecutor {
 function run(sql: PostgresJsSqlLike, text: string, params: readonly unknown[]) {
   const sent = params.map((param) => (Array.isArray(param) ? postgresArrayLiteral(param) : param));
   return sql.unsafe(text, sent as never[], { prepare: true });
+}
+
+/** PostgreSQL's type OID for `timestamptz`. */
+const TIMESTAMPTZ_OID = '1184';
+
+/**
+ * Checked on every call, not once: Drizzle may wrap the client after this executor is made. A
+ * `tx` has no `options` and is not checked; the enqueue reads no timestamps.
+ */
+function refuseTimestampsAsText(sql: PostgresJsSqlLike): void {
+  const parsers = sql.options?.parsers;
+  if (parsers === undefined) return;
+  if (parsers[TIMESTAMPTZ_OID]?.('2000-01-01 00:00:00+00') instanceof Date) return;
+  throw new ConfigurationError(
+    'postgresJsExecutor: this postgres.js client returns timestamps as text (drizzle({ client }) ' +
+      'sets that), and the outbox reads them as Dates: give it a postgres() client of its own',
+  );
 }
 
 function result<Row>(rows: PostgresJsRowsLike): QueryResult<Row> {

@@ -30,6 +30,11 @@ export interface DrizzleDatabaseLike {
  * `DrizzleQueryError`, whose message carries every parameter, payloads included.
  *
  * @example
+ * import { drizzle } from 'drizzle-orm/node-postgres';
+ * import { pgTable, text } from 'drizzle-orm/pg-core';
+ *
+ * const users = pgTable('users', { email: text().notNull() });
+ * const db = drizzle({ client: pool });
  * await db.transaction(async (tx) => {
  *   await tx.insert(users).values({ email: address });
  *   const email = { to: [address], subject: 'Welcome', text: 'Hello!' };
@@ -60,6 +65,11 @@ export function drizzleExecutor(db: DrizzleDatabaseLike): SqlExecutor {
  * Neon HTTP runs the batch as one transaction, so the message exists only if your rows do.
  *
  * @example
+ * import { drizzle } from 'drizzle-orm/neon-http';
+ * import { pgTable, text } from 'drizzle-orm/pg-core';
+ *
+ * const orders = pgTable('orders', { id: text().primaryKey() });
+ * const db = drizzle({ client: sql }); // sql = neon(env.DATABASE_URL)
  * const write = outbox.enqueueStatement({ kind: 'webhook', payload });
  * await db.batch([db.insert(orders).values({ id: 'order-7' }), drizzleQuery(db, write.statement)]);
  * // write.keys: the message keys

@@ -26,6 +26,9 @@ export interface KyselyLike {
  * the pool you gave `PostgresDialect`, `postgresJsExecutor(sql)`).
  *
  * @example
+ * import { Kysely, PostgresDialect } from 'kysely';
+ *
+ * const db = new Kysely<{ users: { email: string } }>({ dialect: new PostgresDialect({ pool }) });
  * await db.transaction().execute(async (trx) => {
  *   await trx.insertInto('users').values({ email: address }).execute();
  *   const email = { to: [address], subject: 'Welcome', text: 'Hello!' };

@@ -3,9 +3,10 @@
  * never ends the transaction it runs in, and its errors mapped as pg's are. The store's
  * conformance suite runs through it as well (test/support/drivers.ts).
  */
+import { drizzle } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isValidationError } from '../../src/core/errors.js';
+import { ConfigurationError, isValidationError } from '../../src/core/errors.js';
 import { isRetryableDatabaseError } from '../../src/drivers/postgres-errors.js';
 import { postgresJsExecutor } from '../../src/drivers/postgres-js.js';
 import { createOutbox } from '../../src/outbox.js';
@@ -128,6 +129,23 @@ describe('postgresJsExecutor', () => {
       if (next !== undefined) expect(isRetryableDatabaseError(next)).toBe(true);
     } finally {
       await own.end({ timeout: 5 });
+    }
+  });
+});
+
+describe('postgresJsExecutor on a client Drizzle wraps', () => {
+  it('refuses it, since Drizzle makes it return timestamps as text, which the store reads as Dates', async () => {
+    const shared = postgres(database.url, { max: 1, onnotice: () => {} });
+    try {
+      const db = postgresJsExecutor(shared);
+      await expect(db.query('SELECT now() AS at')).resolves.toMatchObject({
+        rows: [{ at: expect.any(Date) }],
+      });
+      drizzle({ client: shared });
+      await expect(db.query('SELECT now() AS at')).rejects.toThrow(ConfigurationError);
+      await expect(db.batch([])).rejects.toThrow(/a postgres\(\) client of its own/);
+    } finally {
+      await shared.end({ timeout: 5 });
     }
   });
 });
