@@ -10,7 +10,7 @@
  * `Date` its ISO time, an inner array a nested literal.
  *
  * @example
- * postgresArrayLiteral(['a', null, 'say "hi"']); // '{"a",NULL,"say \"hi\""}'
+ * postgresArrayLiteral(['a', null, 'say "hi"']); // '{"a",NULL,"say \\"hi\\""}'
  */
 export function postgresArrayLiteral(values: readonly unknown[]): string {
   const elements = values.map((value) => {
