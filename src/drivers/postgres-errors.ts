@@ -28,7 +28,12 @@ export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set([
   '57P03', // cannot_connect_now (starting up)
 ]);
 
-/** Network-level failures that never reached Postgres. */
+/**
+ * Network-level failures that never reached Postgres, or lost the connection under a statement.
+ * postgres.js names its own: `CONNECTION_CLOSED` when the socket closed under a query (a
+ * terminated backend, a failover), `CONNECT_TIMEOUT` when no connection opened in time. Not
+ * its `CONNECTION_ENDED` or `CONNECTION_DESTROYED`: those follow the app's own `sql.end()`.
+ */
 const RETRYABLE_NETWORK_CODES: ReadonlySet<string> = new Set([
   'ECONNRESET',
   'ECONNREFUSED',
@@ -36,6 +41,8 @@ const RETRYABLE_NETWORK_CODES: ReadonlySet<string> = new Set([
   'EPIPE',
   'ENOTFOUND',
   'EAI_AGAIN',
+  'CONNECTION_CLOSED',
+  'CONNECT_TIMEOUT',
 ]);
 
 /**

