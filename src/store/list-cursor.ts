@@ -5,8 +5,11 @@ import { ValidationError } from '../core/errors.js';
 import { isMessageId } from '../core/message-id.js';
 import type { MessageRecord } from '../core/outbox-store.js';
 
-/** The time each list orders by: when it was delivered, when it died, or when it is due. */
-export function cursorTime(message: MessageRecord): Date {
+/**
+ * The time each list orders by, and its cursor holds: when it was delivered, when it died, or
+ * when it is due (a claimed one's lease expiry, as records show it).
+ */
+export function listOrderTime(message: MessageRecord): Date {
   if (message.state === 'delivered' && message.deliveredAt) return message.deliveredAt;
   if (message.state === 'dead' && message.deadAt) return message.deadAt;
   return message.dueAt;

@@ -18,7 +18,7 @@ import {
 import type { QueryResult, SqlExecutor } from '../core/ports.js';
 import type { PurgeReport, PurgeRequest, PurgeStore } from '../core/purge.js';
 import { historyBounds } from './history-groups.js';
-import { cursorTime, decodeCursor, encodeCursor } from './list-cursor.js';
+import { decodeCursor, encodeCursor, listOrderTime } from './list-cursor.js';
 import {
   actionableState,
   actionLimit,
@@ -186,7 +186,7 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
     const messages = result.rows.slice(0, limit).map(messageFromRow);
     const last = messages.at(-1);
     const more = result.rows.length > limit && last !== undefined;
-    return { messages, nextCursor: more ? encodeCursor(cursorTime(last), last.id) : null };
+    return { messages, nextCursor: more ? encodeCursor(listOrderTime(last), last.id) : null };
   }
 
   /** Outcomes per minute since `since`, for metrics and the dashboard chart. */
