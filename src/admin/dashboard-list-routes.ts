@@ -75,7 +75,8 @@ export function registerListRoutes(
       }
     } catch (error) {
       if (!isValidationError(error)) throw error;
-      const problem = `Filter ${error.field}: ${error.message}.`;
+      // The error's message already starts with its field: `cursor: is not a cursor ...`.
+      const problem = `Filter ${error.message}.`;
       return render(c, 400, messageListPage(frame, { ...view, paged: true, problem }));
     }
     const flash = listFlashFromQuery(c, read.filter.state);
