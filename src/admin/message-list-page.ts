@@ -39,13 +39,21 @@ export interface MessageListView {
   flash: Flash | null;
 }
 
-/** What an operator may do to rows of each state from a list; claimed rows are their drain's. */
-const LIST_ACTIONS: Record<MessageState, { retry: string | null; discard: boolean }> = {
-  pending: { retry: 'Retry now', discard: true },
-  claimed: { retry: null, discard: false },
-  delivered: { retry: null, discard: false },
-  dead: { retry: 'Retry', discard: true },
-};
+/**
+ * What an operator may do to rows of each state from a list, as its buttons say it; claimed
+ * rows are their drain's. Retrying a dead row gives it fresh attempts; a pending one is sent now.
+ * Both can be discarded.
+ */
+const LIST_ACTIONS: Record<MessageState, { retrySelected: string; retryMatching: string } | null> =
+  {
+    pending: {
+      retrySelected: 'Send selected now',
+      retryMatching: 'Send all that match now',
+    },
+    claimed: null,
+    delivered: null,
+    dead: { retrySelected: 'Retry selected', retryMatching: 'Retry all that match' },
+  };
 
 /** Why a list has no actions, said under it. */
 const NO_ACTIONS: Partial<Record<MessageState, string>> = {
@@ -124,10 +132,9 @@ function selectionForm(frame: PageFrame, view: MessageListView): Markup {
     return html`<p class="empty">No ${state} messages${hasFilter(view.fields) ? ' match this filter' : ''}.</p>`;
   }
   const actions = LIST_ACTIONS[state];
-  const selectable = actions.retry !== null || actions.discard;
   const { paths } = frame;
-  const table = listTable(frame, view, selectable);
-  if (!selectable) {
+  const table = listTable(frame, view, actions !== null);
+  if (!actions) {
     return html`${table}<p class="muted table-note">${NO_ACTIONS[state] ?? ''}</p>`;
   }
   return html`<form method="post" action="${paths.messages}/retry" aria-label="Selected messages">
@@ -135,8 +142,8 @@ function selectionForm(frame: PageFrame, view: MessageListView): Markup {
       ${table}
       <div class="list-actions">
         <span class="muted">With the ticked messages:</span>
-        ${actions.retry ? html`<button class="btn btn-primary" type="submit" formaction="${paths.messages}/retry">${actions.retry} selected</button>` : ''}
-        ${actions.discard ? html`<button class="btn btn-danger" type="submit" formaction="${paths.messages}/discard">Discard selected</button>` : ''}
+        <button class="btn btn-primary" type="submit" formaction="${paths.messages}/retry">${actions.retrySelected}</button>
+        <button class="btn btn-danger" type="submit" formaction="${paths.messages}/discard">Discard selected</button>
       </div>
     </form>`;
 }
@@ -144,13 +151,13 @@ function selectionForm(frame: PageFrame, view: MessageListView): Markup {
 function matchingForm(frame: PageFrame, view: MessageListView): Markup {
   const { state } = view.fields;
   const actions = LIST_ACTIONS[state];
-  if (view.messages.length === 0 || (actions.retry === null && !actions.discard)) return html``;
+  if (view.messages.length === 0 || !actions) return html``;
   const { paths } = frame;
   return html`<form class="match-actions" method="post" action="${paths.messages}/retry-matching" aria-label="All that match">
       ${csrfField(frame)}${filterFields(view.fields)}
       <label><input type="checkbox" name="confirm" value="all" required> Every ${state} message that matches this filter, not only this page: up to ${formatCount(view.matchLimit)} per press, oldest first</label>
-      ${actions.retry ? html`<button class="btn" type="submit" formaction="${paths.messages}/retry-matching">Retry all that match</button>` : ''}
-      ${actions.discard ? html`<button class="btn btn-danger" type="submit" formaction="${paths.messages}/discard-matching">Discard all that match</button>` : ''}
+      <button class="btn" type="submit" formaction="${paths.messages}/retry-matching">${actions.retryMatching}</button>
+      <button class="btn btn-danger" type="submit" formaction="${paths.messages}/discard-matching">Discard all that match</button>
     </form>`;
 }
 
