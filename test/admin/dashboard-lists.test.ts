@@ -5,6 +5,11 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
+import {
+  ADMIN_FORM_MAX_BODY_BYTES,
+  DASHBOARD_PAGE_SIZE,
+  FILTER_TEXT_MAX_CHARS,
+} from '../../src/admin/index.js';
 import { PermanentDeliveryError } from '../../src/core/errors.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { useTestDatabase } from '../support/database.js';
@@ -317,6 +322,33 @@ describe('the list actions', () => {
     expect(tooMany.status).toBe(400);
     expect(await tooMany.text()).toContain('Field id: at most 50 messages at once.');
     expect(await stateOf(database, id)).toBe('dead');
+  });
+
+  it('takes a selection at its largest under the form body limit: 50 ids and the longest filter', async () => {
+    const { app, session } = await signedInApp();
+    const widest = '€'.repeat(FILTER_TEXT_MAX_CHARS);
+    const fields = new URLSearchParams({
+      csrf: session.csrf,
+      state: 'dead',
+      kind: 'k'.repeat(63),
+      error: widest,
+      orderingKey: widest,
+      from: '2026-01-01T00:00:00',
+      until: '2026-12-31T23:59:59',
+    });
+    for (let index = 0; index < DASHBOARD_PAGE_SIZE; index++) {
+      fields.append('id', String(9_223_372_036_854_775_807n - BigInt(index)));
+    }
+    const body = fields.toString();
+    expect(new TextEncoder().encode(body).length).toBeLessThanOrEqual(ADMIN_FORM_MAX_BODY_BYTES);
+    // The kind is not a configured one, so it is refused by name: read whole, not cut off at 413.
+    const response = await app.request('/admin/dashboard/messages/retry', {
+      method: 'POST',
+      headers: { cookie: session.cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body,
+    });
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain('Field kind: must be one of the configured kinds');
   });
 
   it('answers an anonymous or forged action with 401 or 403 and changes nothing', async () => {
