@@ -8,18 +8,18 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type ServerType, serve } from '@hono/node-server';
-import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
 import { PermanentDeliveryError } from '../../src/core/errors.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import {
-  CHROMIUM_ARGS,
+  type BrowserHarness,
   CHROMIUM_INSTALL_TIMEOUT_MS,
-  CHROMIUM_PATH,
   ensureChromium,
   newWatchedPage,
+  signInThroughForm,
+  startBrowserHarness,
 } from '../support/chromium.js';
 import { useTestDatabase } from '../support/database.js';
 import { colourShare, decodePng } from '../support/png.js';
@@ -43,7 +43,7 @@ interface Seeded {
   held: { id: string; key: string }[];
 }
 
-let harness: { browser: Browser; server: ServerType; baseUrl: string; seeded: Seeded } | undefined;
+let harness: (BrowserHarness & { seeded: Seeded }) | undefined;
 let unavailable: string | undefined;
 
 describe('the dashboard flows in a browser', () => {
@@ -56,22 +56,12 @@ describe('the dashboard flows in a browser', () => {
     }
     const seeded = await seedMessages();
     const app = mountAdmin(database, { kinds: [KIND, OTHER_KIND], clientAddress: () => 'browser' });
-    const { server, port } = await new Promise<{ server: ServerType; port: number }>((resolve) => {
-      const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) =>
-        resolve({ server, port: info.port }),
-      );
-    });
-    const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
-    harness = { browser, server, baseUrl: `http://127.0.0.1:${port}`, seeded };
+    harness = { ...(await startBrowserHarness(app.fetch)), seeded };
     await mkdir(ARTIFACTS, { recursive: true });
   }, CHROMIUM_INSTALL_TIMEOUT_MS);
 
   afterAll(async () => {
-    await harness?.browser.close();
-    await new Promise<void>((resolve) => {
-      if (!harness) return resolve();
-      harness.server.close(() => resolve());
-    });
+    await harness?.close();
   });
 
   it('opens /admin/, finds a held message by key, and it names the dead head that holds it', async (context) => {
@@ -84,7 +74,7 @@ describe('the dashboard flows in a browser', () => {
       const opened = await page.goto(`${baseUrl}/admin/`);
       expect(opened?.url()).toBe(`${baseUrl}/admin`);
       expect(opened?.request().redirectedFrom()?.url()).toBe(`${baseUrl}/admin/`);
-      await signIn(page, baseUrl);
+      await signInThroughForm(page, baseUrl, ADMIN_TOKEN);
 
       // Each dead message shows once on the overview (in recent errors), with no buttons.
       expect(await page.locator('[data-state="dead"] .card-value').textContent()).toBe('6');
@@ -141,7 +131,7 @@ describe('the dashboard flows in a browser', () => {
     const browserContext = await browser.newContext({ viewport: VIEWPORT });
     const { page, dialogs } = await newWatchedPage(browserContext);
     try {
-      await signIn(page, baseUrl);
+      await signInThroughForm(page, baseUrl, ADMIN_TOKEN);
       await Promise.all([
         page.waitForURL(`${baseUrl}/admin/dashboard/messages?state=dead`),
         page.getByRole('link', { name: 'Open the dead-letter list' }).click(),
@@ -226,16 +216,6 @@ async function seedMessages(): Promise<Seeded> {
     head: rows[5]!.id,
     held: rows.slice(6).map(({ id, key }) => ({ id, key })),
   };
-}
-
-async function signIn(page: Page, baseUrl: string): Promise<void> {
-  if (!page.url().startsWith(`${baseUrl}/admin`)) await page.goto(`${baseUrl}/admin`);
-  await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
-  await Promise.all([
-    page.waitForURL(`${baseUrl}/admin`),
-    page.getByRole('button', { name: 'Sign in' }).click(),
-  ]);
-  await page.getByRole('heading', { name: 'Dead letters' }).waitFor();
 }
 
 /**

@@ -4,12 +4,12 @@
  * (ticked rows, all that match), each refusing bad input by field and changing nothing.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { drainOnce } from '../../src/core/drain.js';
 import {
   ADMIN_FORM_MAX_BODY_BYTES,
   DASHBOARD_PAGE_SIZE,
   FILTER_TEXT_MAX_CHARS,
 } from '../../src/admin/index.js';
+import { drainOnce } from '../../src/core/drain.js';
 import { PermanentDeliveryError } from '../../src/core/errors.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { useTestDatabase } from '../support/database.js';

@@ -6,8 +6,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type ServerType, serve } from '@hono/node-server';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ownApp } from '../../examples/own-app/app.js';
 import { ADMIN_CSP } from '../../src/admin/index.js';
@@ -16,11 +15,12 @@ import { PermanentDeliveryError, RetryableDeliveryError } from '../../src/core/e
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
 import {
-  CHROMIUM_ARGS,
+  type BrowserHarness,
   CHROMIUM_INSTALL_TIMEOUT_MS,
-  CHROMIUM_PATH,
   ensureChromium,
   newWatchedPage,
+  signInThroughForm,
+  startBrowserHarness,
 } from '../support/chromium.js';
 import { useTestDatabase } from '../support/database.js';
 import { startLoopbackServer } from '../support/loopback-http.js';
@@ -36,13 +36,7 @@ const HOSTILE_ERROR =
 
 const database = useTestDatabase();
 
-interface Harness {
-  browser: Browser;
-  server: ServerType;
-  baseUrl: string;
-}
-
-let harness: Harness | undefined;
+let harness: BrowserHarness | undefined;
 let unavailable: string | undefined;
 
 describe('the dashboard in a browser', () => {
@@ -58,22 +52,12 @@ describe('the dashboard in a browser', () => {
     // The own app of examples/own-app (a user's app, not the reference service), with
     // the admin mounted as any user mounts it.
     const app = ownApp(pgExecutor(database.pool), { adminToken: ADMIN_TOKEN });
-    const { server, port } = await new Promise<{ server: ServerType; port: number }>((resolve) => {
-      const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) =>
-        resolve({ server, port: info.port }),
-      );
-    });
-    const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
-    harness = { browser, server, baseUrl: `http://127.0.0.1:${port}` };
+    harness = await startBrowserHarness(app.fetch);
     await mkdir(ARTIFACTS, { recursive: true });
   }, CHROMIUM_INSTALL_TIMEOUT_MS);
 
   afterAll(async () => {
-    await harness?.browser.close();
-    await new Promise<void>((resolve) => {
-      if (!harness) return resolve();
-      harness.server.close(() => resolve());
-    });
+    await harness?.close();
   });
 
   it('asks for the token, signs in, shows the counts, finds a message by key, retries it and signs out', async (context) => {
@@ -184,7 +168,7 @@ describe('the dashboard in a browser', () => {
     const browserContext = await browser.newContext();
     try {
       const { page } = await newWatchedPage(browserContext);
-      await signIn(page, baseUrl);
+      await signInThroughForm(page, baseUrl, ADMIN_TOKEN);
       const [response] = await Promise.all([
         page.waitForResponse((response) => response.url() === target),
         page.goto(attacker.url),
@@ -323,16 +307,6 @@ async function stateInDatabase(id: string): Promise<string | undefined> {
     [id],
   );
   return rows[0]?.state;
-}
-
-async function signIn(page: Page, baseUrl: string): Promise<void> {
-  await page.goto(`${baseUrl}/admin`);
-  await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
-  await Promise.all([
-    page.waitForURL(`${baseUrl}/admin`),
-    page.getByRole('button', { name: 'Sign in' }).click(),
-  ]);
-  await page.getByRole('heading', { name: 'Dead letters' }).waitFor();
 }
 
 /**

@@ -175,6 +175,10 @@ describe('the signed-in dashboard', () => {
     expect(shown).toHaveLength(wanted.length);
     expect(new Set(shown).size).toBe(wanted.length);
     expect(`${firstPage}${secondPage}`).not.toContain('<code>demo.notify</code>');
+    // Delivered messages wait for the purge: no boxes to tick, no actions, and a note why.
+    expect(firstPage).not.toContain('name="id"');
+    expect(firstPage).not.toContain('retry-matching');
+    expect(firstPage).toContain('Delivered messages stay until the purge takes them.');
 
     const badCursor = await app.request('/admin/dashboard/messages?state=delivered&cursor=x', {
       headers,

@@ -4,7 +4,8 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import type { BrowserContext, Page } from 'playwright-core';
+import { type ServerType, serve } from '@hono/node-server';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 
 export const CHROMIUM_PATH = '/usr/bin/chromium';
 /** Headless, and nothing that reaches the network on its own. */
@@ -20,6 +21,44 @@ export const CHROMIUM_ARGS = [
 ];
 /** apt-get update plus a chromium install with its libraries: a minute or two, rarely more. */
 export const CHROMIUM_INSTALL_TIMEOUT_MS = 10 * 60 * 1000;
+
+/** An app served on 127.0.0.1 and a Chromium to drive it; `close` ends both. */
+export interface BrowserHarness {
+  browser: Browser;
+  baseUrl: string;
+  close(): Promise<void>;
+}
+
+/** Serves `fetch` on a free loopback port and launches Chromium. */
+export async function startBrowserHarness(
+  fetch: (request: Request) => Response | Promise<Response>,
+): Promise<BrowserHarness> {
+  const { server, port } = await new Promise<{ server: ServerType; port: number }>((resolve) => {
+    const server = serve({ fetch, port: 0, hostname: '127.0.0.1' }, (info) =>
+      resolve({ server, port: info.port }),
+    );
+  });
+  const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
+  return {
+    browser,
+    baseUrl: `http://127.0.0.1:${port}`,
+    async close() {
+      await browser.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** Signs in through the dashboard's token form at `${baseUrl}/admin`, ending on the overview. */
+export async function signInThroughForm(page: Page, baseUrl: string, token: string): Promise<void> {
+  if (!page.url().startsWith(`${baseUrl}/admin`)) await page.goto(`${baseUrl}/admin`);
+  await page.getByLabel('Admin token').fill(token);
+  await Promise.all([
+    page.waitForURL(`${baseUrl}/admin`),
+    page.getByRole('button', { name: 'Sign in' }).click(),
+  ]);
+  await page.getByRole('heading', { name: 'Dead letters' }).waitFor();
+}
 
 /** A page that records every dialog: an alert would mean injected markup ran. */
 export async function newWatchedPage(
