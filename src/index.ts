@@ -70,4 +70,10 @@ export { type KickOptions, kickAfterCommit } from './runtime/kick.js';
 export { limitSender, type SendLimits } from './senders/rate-limit.js';
 export type { MigrateResult } from './store/migrate.js';
 // The type of `outbox.store(db)`. A type only: `outbox.store(db)` is the one way to make one.
-export type { ListPage, ListRequest, PostgresOutboxStore } from './store/postgres-store.js';
+export type {
+  HoldingHead,
+  ListPage,
+  ListRequest,
+  MessageFilter,
+  PostgresOutboxStore,
+} from './store/postgres-store.js';

@@ -37,6 +37,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       store: resolved.store,
       token: resolved.adminToken,
       drain: resolved.drain,
+      // Every kind the outbox accepts: each has a sender, or waits for one (see `skipped`).
+      kinds: [...resolved.outbox.kinds.keys()],
       clock: resolved.clock,
       logger: resolved.logger,
       throttle: resolved.loginThrottle,

@@ -25,6 +25,13 @@ export interface OutboxAdminOptions {
    * `POST /drain` answers 503.
    */
   drain?: (request: AdminDrainRequest) => Promise<DrainReport>;
+  /**
+   * The kinds the dashboard's kind filter offers: your senders' kinds (`Object.keys(senders)`),
+   * or every kind your outbox accepts (`[...outbox.kinds.keys()]`), which also covers kinds
+   * waiting for a sender. A list filtered by any other kind is refused with 400. Without it the
+   * filter is a text box taking any kind name.
+   */
+  kinds?: readonly string[];
   clock?: Clock;
   logger?: Logger;
   /**
@@ -61,6 +68,8 @@ export interface ResolvedAdmin {
   store: PostgresOutboxStore;
   token: string | undefined;
   drain: OutboxAdminOptions['drain'];
+  /** Sorted, each once; undefined when none were given. */
+  kinds: readonly string[] | undefined;
   clock: Clock;
   logger: Logger;
   basePath: string | undefined;

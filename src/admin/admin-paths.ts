@@ -3,7 +3,7 @@
  * redirects and the cookie's Path all start from the mount path, so the same app works at
  * `/admin`, `/ops/outbox` or `/`.
  */
-import type { Context } from 'hono';
+import type { Context, Next } from 'hono';
 import { basePath } from 'hono/route';
 
 /**
@@ -30,3 +30,22 @@ export function adminPaths(base: string) {
 }
 
 export type AdminPaths = ReturnType<typeof adminPaths>;
+
+/**
+ * A GET of the mount path with a trailing slash (`/admin/`) redirected (308, the query kept) to
+ * the mount path itself, the dashboard's one home. Every other path passes on untouched, to the
+ * admin's routes and then the host app's: a router matches `/admin` and `/admin/` apart, and
+ * only a catch-all route under the mount path sees the second. Nothing without a token, where
+ * the admin does not exist.
+ */
+export function mountPathWithSlash(configured: { token: string | undefined; basePath?: string }) {
+  return async (c: Context, next: Next): Promise<Response | undefined> => {
+    const routed = basePath(c).replace(/\/+$/, '');
+    if (!configured.token || routed === '' || c.req.path !== `${routed}/`) {
+      await next();
+      return undefined;
+    }
+    const home = adminPaths(mountPath(c, configured.basePath)).home;
+    return c.redirect(`${home}${new URL(c.req.url).search}`, 308);
+  };
+}

@@ -1,5 +1,6 @@
 import type { Context } from 'hono';
 import { isMessageId } from '../core/message-id.js';
+import type { MessageState } from '../core/outbox-store.js';
 import { formatCount } from './display-format.js';
 import type { Flash } from './page-layout.js';
 
@@ -11,8 +12,7 @@ export function flashFromQuery(c: Context): Flash | null {
   const done = c.req.query('done');
   const idText = c.req.query('id') ?? '';
   const id = isMessageId(idText) ? idText : null;
-  const countText = c.req.query('count') ?? '';
-  const count = /^[0-9]{1,9}$/.test(countText) ? Number(countText) : null;
+  const count = countFromQuery(c, 'count');
   switch (done) {
     case 'retried':
       return id
@@ -36,4 +36,58 @@ export function flashFromQuery(c: Context): Flash | null {
     default:
       return null;
   }
+}
+
+/** The codes a list action redirects with. */
+export type ListFlashCode = 'retried' | 'discarded' | 'retried-matching' | 'discarded-matching';
+
+/**
+ * The note on a list page after one of its actions: `count` changed, of `of` ticked (a
+ * selection) or of at most `limit` (all that match). Fixed sentences again; only checked counts
+ * and the list's own (checked) state reach the page.
+ */
+export function listFlashFromQuery(c: Context, state: MessageState): Flash | null {
+  const done = c.req.query('done');
+  const count = countFromQuery(c, 'count');
+  if (count === null) return null;
+  const messages = `${formatCount(count)} ${count === 1 ? 'message' : 'messages'}`;
+  const changed =
+    done === 'retried' || done === 'retried-matching'
+      ? state === 'dead'
+        ? 'pending again'
+        : 'due now'
+      : 'discarded';
+  switch (done) {
+    case 'retried':
+    case 'discarded': {
+      const of = countFromQuery(c, 'of');
+      if (of === null || of < count) return null;
+      const left = of - count;
+      const text = `${messages} of the ${formatCount(of)} ticked ${count === 1 ? 'is' : 'are'} ${changed}.`;
+      if (left === 0) return { tone: 'ok', text };
+      return {
+        tone: 'warn',
+        text: `${text} ${formatCount(left)} had left the ${state} state since the page was drawn and ${left === 1 ? 'was' : 'were'} left as ${left === 1 ? 'it was' : 'they were'}.`,
+      };
+    }
+    case 'retried-matching':
+    case 'discarded-matching': {
+      const limit = countFromQuery(c, 'limit');
+      if (count === 0)
+        return { tone: 'warn', text: `No ${state} messages matched; nothing changed.` };
+      const text = `${messages} that matched ${count === 1 ? 'is' : 'are'} ${changed}.`;
+      if (limit === null || count < limit) return { tone: 'ok', text };
+      return {
+        tone: 'warn',
+        text: `${text} That is the most one press takes (${formatCount(limit)}): more may match, so press again for the rest.`,
+      };
+    }
+    default:
+      return null;
+  }
+}
+
+function countFromQuery(c: Context, name: string): number | null {
+  const text = c.req.query(name) ?? '';
+  return /^[0-9]{1,9}$/.test(text) ? Number(text) : null;
 }

@@ -9,36 +9,30 @@
  *   form again with 401; too many wrong tokens from one address, 429 (see login-throttle); a
  *   post from another site, 403, and a body over 4 KiB, 413 (see login-guards), both unread.
  * - `POST /logout`: ends the session (revoked, cookie cleared).
- * - `GET /dashboard/messages?state=&kind=&cursor=`: a list page by page; `GET
- *   /dashboard/messages/:id`: one message whole; `GET /dashboard/find?key=`: by key or id.
- * - `POST /dashboard/messages/:id/retry`, `.../:id/discard`, `.../retry-dead`: the buttons.
+ * - `GET /dashboard/messages?state=&kind=&error=&orderingKey=&from=&until=&cursor=`: a list
+ *   page by page, with its actions (see dashboard-list-routes); `GET /dashboard/messages/:id`:
+ *   one message whole, and the head it waits for; `GET /dashboard/find?key=`: by key or id.
+ * - `POST /dashboard/messages/:id/retry`, `.../:id/discard`: the message page's buttons;
+ *   `.../retry-dead`: every dead message at once (kept for forms and scripts that post it).
  */
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { deleteCookie } from 'hono/cookie';
-import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { isValidationError } from '../core/errors.js';
 import { isMessageId } from '../core/message-id.js';
-import { MESSAGE_STATES, type MessageRecord, type MessageState } from '../core/outbox-store.js';
+import type { MessageRecord } from '../core/outbox-store.js';
 import { chain, checkAdminToken, isHttps, requireAdmin, setSessionCookie } from './admin-auth.js';
 import type { AdminEnv, ResolvedAdmin } from './admin-options.js';
-import { adminPaths } from './admin-paths.js';
 import { ADMIN_SESSION_COOKIE, SESSION_MAX_MS } from './admin-session.js';
 import { flashFromQuery } from './dashboard-flash.js';
+import { registerListRoutes } from './dashboard-list-routes.js';
+import { frameOf, notice, pathsOf, render } from './dashboard-replies.js';
 import { adminFormBodyLimit, refuseCrossSiteLogin } from './login-guards.js';
-import type { Markup } from './markup.js';
-import { messageListPage, messagePage } from './message-pages.js';
+import { messagePage } from './message-pages.js';
 import { lastHour } from './metrics.js';
 import { overviewPage } from './overview-page.js';
-import { loginPage, noticePage, type PageFrame } from './page-layout.js';
-
-/** Dead messages on the overview with Retry and Discard buttons: a screenful; the list pages on. */
-export const DASHBOARD_DEAD_LIMIT = 50;
+import { loginPage } from './page-layout.js';
 
 /** Recent failures shown: enough to spot a pattern, few enough to read. */
 export const DASHBOARD_RECENT_ERRORS_LIMIT = 20;
-
-/** Rows per page of the message list: a screenful or two. */
-export const DASHBOARD_PAGE_SIZE = 50;
 
 const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -68,11 +62,10 @@ export function registerDashboardRoutes(
       return render(c, 200, loginPage(pathsOf(c), { notice }));
     }
     const now = clock.now();
-    const [stats, hour, errors, deadPage, frame] = await Promise.all([
+    const [stats, hour, errors, frame] = await Promise.all([
       store.stats(now),
       lastHour(store, now),
       store.recentErrors(DASHBOARD_RECENT_ERRORS_LIMIT),
-      store.list({ state: 'dead', limit: DASHBOARD_DEAD_LIMIT }),
       frameOf(admin, c, now),
     ]);
     return render(
@@ -82,9 +75,6 @@ export function registerDashboardRoutes(
         stats,
         perMinute: hour.perMinute,
         errors,
-        dead: deadPage.messages,
-        moreDead: deadPage.nextCursor !== null,
-        deadLimit: DASHBOARD_DEAD_LIMIT,
         flash: flashFromQuery(c),
       }),
     );
@@ -122,34 +112,7 @@ export function registerDashboardRoutes(
     return c.redirect(`${paths.home}?done=signed-out`, 303);
   });
 
-  app.get('/dashboard/messages', signedIn, async (c) => {
-    const paths = pathsOf(c);
-    const state = c.req.query('state') || 'pending';
-    if (!MESSAGE_STATES.includes(state as MessageState)) {
-      return notice(c, 400, 'Bad request', `State must be one of ${MESSAGE_STATES.join(', ')}.`);
-    }
-    const kind = (c.req.query('kind') ?? '').trim();
-    const cursor = c.req.query('cursor') || undefined;
-    const frame = await frameOf(admin, c, clock.now());
-    const filter = { state: state as MessageState, kind };
-    try {
-      const list = await store.list({
-        ...filter,
-        kind: kind || undefined,
-        limit: DASHBOARD_PAGE_SIZE,
-        cursor,
-      });
-      const nextHref = list.nextCursor
-        ? `${paths.messages}?${new URLSearchParams({ state, ...(kind ? { kind } : {}), cursor: list.nextCursor })}`
-        : null;
-      const view = { ...filter, messages: list.messages, nextHref, paged: cursor !== undefined };
-      return render(c, 200, messageListPage(frame, { ...view, problem: null }));
-    } catch (error) {
-      if (!isValidationError(error)) throw error;
-      const view = { ...filter, messages: [], nextHref: null, paged: true, problem: error.message };
-      return render(c, 400, messageListPage(frame, view));
-    }
-  });
+  registerListRoutes(app, admin, signedIn);
 
   app.get('/dashboard/find', signedIn, async (c) => {
     const wanted = (c.req.query('key') ?? '').trim();
@@ -166,7 +129,9 @@ export function registerDashboardRoutes(
     if (!isMessageId(id)) return notice(c, 400, 'Bad request', 'That is not a message id.');
     const message = await store.get(id);
     if (!message) return notice(c, 404, 'Not found', `There is no message ${id}.`);
-    return render(c, 200, messagePage(await frameOf(admin, c, clock.now()), message, null));
+    const heads = message.orderingKey ? await store.holdingHeads([id]) : new Map();
+    const frame = await frameOf(admin, c, clock.now());
+    return render(c, 200, messagePage(frame, message, null, heads.get(id) ?? null));
   });
 
   app.post('/dashboard/messages/retry-dead', signedIn, async (c) => {
@@ -194,38 +159,6 @@ export function registerDashboardRoutes(
     if (await store.discard(id)) return backToOverview(c, 'discarded', { id });
     return backToOverview(c, 'missing', { id });
   });
-}
-
-function pathsOf(c: Context<AdminEnv>) {
-  return adminPaths(c.get('adminBase'));
-}
-
-async function frameOf(admin: ResolvedAdmin, c: Context<AdminEnv>, now: Date): Promise<PageFrame> {
-  const auth = c.get('adminAuth');
-  const session = auth?.method === 'cookie' ? auth.session : null;
-  return {
-    paths: pathsOf(c),
-    now,
-    csrf: session ? await admin.signer!.csrfToken(session) : null,
-    canSignOut: session !== null,
-  };
-}
-
-function render(
-  c: Context,
-  status: ContentfulStatusCode,
-  page: Markup,
-): Response | Promise<Response> {
-  return c.html(page, status);
-}
-
-function notice(
-  c: Context<AdminEnv>,
-  status: ContentfulStatusCode,
-  title: string,
-  text: string,
-): Response | Promise<Response> {
-  return render(c, status, noticePage(pathsOf(c), title, text));
 }
 
 type FlashCode = 'retried' | 'retried-all' | 'discarded' | 'not-dead' | 'missing';

@@ -27,11 +27,9 @@ export {
   clientAddressFromHeader,
   defaultClientAddress,
 } from './client-address.js';
-export {
-  DASHBOARD_DEAD_LIMIT,
-  DASHBOARD_PAGE_SIZE,
-  DASHBOARD_RECENT_ERRORS_LIMIT,
-} from './dashboard-routes.js';
+export { DASHBOARD_MATCH_LIMIT, DASHBOARD_PAGE_SIZE } from './dashboard-list-routes.js';
+export { DASHBOARD_RECENT_ERRORS_LIMIT } from './dashboard-routes.js';
+export { FILTER_TEXT_MAX_CHARS } from './list-filter.js';
 export { ADMIN_FORM_MAX_BODY_BYTES } from './login-guards.js';
 export {
   FAILED_LOGIN_BASE_DELAY_MS,

@@ -10,9 +10,11 @@ import { errorResponse } from '../http/json-errors.js';
 import { isHttps } from './admin-auth.js';
 
 /**
- * 4 KiB for a dashboard form: the sign-in form holds one token and the action forms one CSRF
- * token, each well under 100 bytes. Anything larger is not a form this dashboard drew, and it
- * arrives before authentication, so it is refused rather than read.
+ * 4 KiB for a dashboard form: the sign-in form holds one token and the buttons one CSRF token,
+ * each well under 100 bytes; the largest, a list's selection, holds at most 50 ids and the
+ * filter, whose texts are bounded to fit (see FILTER_TEXT_MAX_CHARS). Anything larger is not a
+ * form this dashboard drew, and it arrives before authentication, so it is refused rather than
+ * read.
  */
 export const ADMIN_FORM_MAX_BODY_BYTES = 4 * 1024;
 

@@ -1,6 +1,8 @@
 /** Table cells and badges the dashboard's message tables share. */
 import { html } from 'hono/html';
 import type { MessageRecord } from '../core/outbox-store.js';
+import type { HoldingHead } from '../store/postgres-store.js';
+import type { AdminPaths } from './admin-paths.js';
 import { formatRelative, formatTime, truncate } from './display-format.js';
 import type { Markup } from './markup.js';
 
@@ -38,4 +40,25 @@ export function payloadText(message: MessageRecord): string {
 /** A message's id as a link to its own page. */
 export function messageLink(href: string, message: MessageRecord): Markup {
   return html`<a href="${href}">${message.id}</a>`;
+}
+
+/**
+ * Why a pending message is not sent though it may be due: the head of its ordering key, linked,
+ * and what that head is doing.
+ */
+export function heldByNote(paths: AdminPaths, head: HoldingHead, now: Date): Markup {
+  return html`<div class="held small" data-head-state="${head.state}">held by <a href="${paths.message(head.id)}">message ${head.id}</a>: ${headReason(head, now)}</div>`;
+}
+
+function headReason(head: HoldingHead, now: Date): string {
+  switch (head.state) {
+    case 'dead':
+      return 'dead head blocking; retry or discard it to let this key move';
+    case 'claimed':
+      return `head claimed, being sent (lease ends ${formatRelative(head.dueAt, now)})`;
+    case 'pending':
+      return head.dueAt > now
+        ? `head pending, next attempt ${formatRelative(head.dueAt, now)}`
+        : 'head pending, due now';
+  }
 }

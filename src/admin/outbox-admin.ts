@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import { silentLogger, systemClock } from '../core/ports.js';
 import { adminConfigured, adminHeaders, chain, identifyAdmin, requireAdmin } from './admin-auth.js';
 import type { AdminEnv, OutboxAdminOptions, ResolvedAdmin } from './admin-options.js';
+import { mountPathWithSlash } from './admin-paths.js';
 import { memoryRevokedSessions, SessionSigner } from './admin-session.js';
 import { registerApiRoutes } from './api-routes.js';
 import { defaultClientAddress } from './client-address.js';
@@ -29,7 +30,7 @@ import { FailedLoginThrottle } from './login-throttle.js';
  *
  * const app = new Hono();
  * app.route('/admin', outboxAdmin({ store: outbox.store(db), token: env.ADMIN_TOKEN }));
- * // Dashboard at /admin; API at /admin/stats, /admin/messages, /admin/metrics ...
+ * // Dashboard at /admin (and /admin/); API at /admin/stats, /admin/messages, /admin/metrics ...
  */
 export function outboxAdmin(options: OutboxAdminOptions): Hono<AdminEnv> {
   const clock = options.clock ?? systemClock;
@@ -38,6 +39,7 @@ export function outboxAdmin(options: OutboxAdminOptions): Hono<AdminEnv> {
     store: options.store,
     token,
     drain: options.drain,
+    kinds: options.kinds?.length ? [...new Set(options.kinds)].sort() : undefined,
     clock,
     logger: options.logger ?? silentLogger,
     basePath: options.basePath,
@@ -51,5 +53,7 @@ export function outboxAdmin(options: OutboxAdminOptions): Hono<AdminEnv> {
   const identify = identifyAdmin(admin);
   registerDashboardRoutes(app, admin, anonymous, identify);
   registerApiRoutes(app, admin, chain(anonymous, identify, requireAdmin()));
+  // Last: a catch-all that answers only `/admin/` and passes every other path on.
+  app.get('/*', mountPathWithSlash(admin));
   return app;
 }

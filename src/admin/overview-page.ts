@@ -1,12 +1,15 @@
-/** The dashboard's front page: counts by state, the last hour, recent errors, dead letters. */
+/**
+ * The dashboard's front page: counts by state, the last hour, recent errors (dead ones among
+ * them), and the way to the dead-letter list, where the actions are. Each dead row shows once.
+ */
 import { html } from 'hono/html';
 import type { MessageRecord, OutboxStats } from '../core/outbox-store.js';
 import type { DeliveryCount } from '../store/postgres-store.js';
 import { chartLegend, deliveryChart } from './delivery-chart.js';
 import { formatCount, formatDuration, formatSince } from './display-format.js';
 import type { Markup } from './markup.js';
-import { errorCell, messageLink, payloadPreview, stateBadge, timeCell } from './message-cells.js';
-import { csrfField, type Flash, type PageFrame, signedInPage } from './page-layout.js';
+import { errorCell, messageLink, stateBadge, timeCell } from './message-cells.js';
+import { type Flash, type PageFrame, signedInPage } from './page-layout.js';
 
 /** Lag at or past this shows the lag card in amber: five minutes is several missed schedules. */
 const LAG_WARNING_MS = 5 * 60 * 1000;
@@ -15,10 +18,6 @@ export interface OverviewView {
   stats: OutboxStats;
   perMinute: readonly DeliveryCount[];
   errors: readonly MessageRecord[];
-  dead: readonly MessageRecord[];
-  /** More dead messages than shown. */
-  moreDead: boolean;
-  deadLimit: number;
   flash: Flash | null;
 }
 
@@ -75,15 +74,14 @@ export function overviewPage(frame: PageFrame, view: OverviewView): Markup {
       <h2>Dead letters <span class="count">${formatCount(stats.dead)}</span></h2>
       ${
         stats.dead > 0
-          ? html`<form method="post" action="${paths.messages}/retry-dead">${csrfField(frame)}<button class="btn btn-primary" type="submit">Retry all dead</button></form>`
+          ? html`<a class="btn btn-primary" href="${paths.messages}?state=dead">Open the dead-letter list</a>`
           : ''
       }
     </div>
-    ${deadTable(frame, view.dead)}
     ${
-      view.moreDead
-        ? html`<p class="muted table-note">Showing the ${view.deadLimit} most recent. <a href="${paths.messages}?state=dead">Page through all dead messages</a>, or use <code>GET ${paths.apiMessages}?state=dead</code>.</p>`
-        : ''
+      stats.dead > 0
+        ? html`<p class="muted table-note">Filter them by kind, error or time, tick some and retry or discard them, or act on all that match. Scripts: <code>GET ${paths.apiMessages}?state=dead</code>.</p>`
+        : html`<p class="empty">No dead messages.</p>`
     }
   </section>`,
     view.flash,
@@ -111,7 +109,7 @@ function recentErrorsTable(frame: PageFrame, errors: readonly MessageRecord[]): 
   const rows = errors.map((message) => {
     const at = message.state === 'dead' && message.deadAt ? message.deadAt : message.dueAt;
     const label = message.state === 'dead' ? 'dead' : at > now ? 'next try' : 'due';
-    return html`<tr>
+    return html`<tr data-message-id="${message.id}">
       <td class="nowrap">${timeCell(at, now, label)}</td>
       <td class="num">${messageLink(paths.message(message.id), message)}</td>
       <td><code>${message.kind}</code></td>
@@ -123,30 +121,6 @@ function recentErrorsTable(frame: PageFrame, errors: readonly MessageRecord[]): 
   });
   return html`<div class="table-wrap"><table>
     <thead><tr><th>Time (UTC)</th><th class="num">Id</th><th>Kind</th><th>Key</th><th class="num">Attempts</th><th>State</th><th>Last error</th></tr></thead>
-    <tbody>${rows}</tbody>
-  </table></div>`;
-}
-
-function deadTable(frame: PageFrame, dead: readonly MessageRecord[]): Markup {
-  if (dead.length === 0) return html`<p class="empty">No dead messages.</p>`;
-  const { now, paths } = frame;
-  const rows = dead.map((message) => {
-    const actions = paths.message(message.id);
-    return html`<tr data-message-id="${message.id}">
-      <td class="num">${messageLink(actions, message)}</td>
-      <td class="nowrap">${message.deadAt ? timeCell(message.deadAt, now) : '–'}</td>
-      <td><code>${message.kind}</code></td>
-      <td><code class="key">${message.key}</code>${payloadPreview(message)}</td>
-      <td class="num">${message.attempts}/${message.maxAttempts}</td>
-      <td class="error">${errorCell(message.lastError)}</td>
-      <td class="actions">
-        <form method="post" action="${actions}/retry">${csrfField(frame)}<button class="btn btn-primary btn-small" type="submit" aria-label="Retry message ${message.id}">Retry</button></form>
-        <form method="post" action="${actions}/discard">${csrfField(frame)}<button class="btn btn-danger btn-small" type="submit" aria-label="Discard message ${message.id}">Discard</button></form>
-      </td>
-    </tr>`;
-  });
-  return html`<div class="table-wrap"><table>
-    <thead><tr><th class="num">Id</th><th>Dead at (UTC)</th><th>Kind</th><th>Key</th><th class="num">Attempts</th><th>Last error</th><th><span class="visually-hidden">Actions</span></th></tr></thead>
     <tbody>${rows}</tbody>
   </table></div>`;
 }

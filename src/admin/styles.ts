@@ -111,4 +111,13 @@ pre { margin: 6px 0 0; padding: 8px 10px; background: #f6f7f9; border: 1px solid
 .message-actions form { margin: 0; }
 pre.whole { max-height: none; }
 .brand a, .card-label a { color: inherit; text-decoration: none; }
+.list-actions { display: flex; gap: 10px; align-items: center; flex-wrap: wrap; margin-top: 12px; }
+.match-actions { display: flex; gap: 10px; align-items: center; flex-wrap: wrap; margin-top: 16px; padding-top: 14px; border-top: 1px solid var(--line); font-size: 14px; }
+.match-actions label { display: flex; gap: 6px; align-items: center; }
+td.select { width: 28px; }
+td.select input, .match-actions input { width: 16px; height: 16px; margin: 3px 0 0; }
+.ordering code { font-size: 12px; }
+.held { margin-top: 4px; padding: 2px 8px; border-radius: 6px; background: #fff4dc; color: #7a5200; max-width: 260px; }
+.held[data-head-state="dead"] { background: #fdecec; color: #a32626; }
+.held a { color: inherit; font-weight: 600; }
 `;

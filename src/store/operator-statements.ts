@@ -14,20 +14,101 @@ export interface OperatorStatements {
   listDead: string;
   readDeliveryCounts: string;
   listRecentErrors: string;
+  listHoldingHeads: string;
   readMessage: string;
   readMessageByKey: string;
   retryDeadMessage: string;
   retryAllDead: string;
+  retrySelected: string;
+  retryMatching: string;
+  discardSelected: string;
+  discardMatching: string;
   discardMessage: string;
 }
 
-/** $1 kind or null, $2 cursor time, $3 cursor id, $4 limit: dead rows newest first. */
+/** Where each filter's parameter sits in a statement. */
+interface FilterParameters {
+  kind: string;
+  error: string;
+  orderingKey: string;
+  from: string;
+  until: string;
+}
+
+/** The lists' filter parameters: after kind ($1) and the cursor and limit ($2-$4). */
+const LIST_FILTERS: FilterParameters = {
+  kind: '$1',
+  error: '$5',
+  orderingKey: '$6',
+  from: '$7',
+  until: '$8',
+};
+
+/** The bulk actions' filter parameters: after the state ($1) and the limit ($2). */
+const ACTION_FILTERS: FilterParameters = {
+  kind: '$3',
+  error: '$4',
+  orderingKey: '$5',
+  from: '$6',
+  until: '$7',
+};
+
+/**
+ * The filters every list and every "all that match" action shares, on rows of alias `a` and
+ * the time column `time` the list orders by: the kind, a substring of the last error (in any
+ * case), the ordering key, from (inclusive) and until (exclusive). Each is null for none.
+ * strpos, not LIKE, so a `%` or `_` an operator types is matched as itself.
+ */
+function filterClauses(a: string, time: string, p: FilterParameters = LIST_FILTERS): string {
+  return `AND (${p.kind}::text IS NULL OR ${a}.kind = ${p.kind}::text)
+        AND (${p.error}::text IS NULL OR strpos(lower(${a}.last_error), lower(${p.error}::text)) > 0)
+        AND (${p.orderingKey}::text IS NULL OR ${a}.ordering_key = ${p.orderingKey}::text)
+        AND (${p.from}::timestamptz IS NULL OR ${time} >= ${p.from}::timestamptz)
+        AND (${p.until}::timestamptz IS NULL OR ${time} < ${p.until}::timestamptz)`;
+}
+
+/**
+ * What a retry does to a row, `now` its parameter: a dead one is pending again with a fresh set
+ * of attempts, due now; a pending one (waiting out a backoff) is due now, its attempts as they
+ * were. Either way it keeps its key, so a receiver that did get an earlier send still drops the
+ * duplicate.
+ */
+function retrySet(now: string): string {
+  return `state = 'pending',
+        attempts = CASE WHEN state = 'dead' THEN 0 ELSE attempts END,
+        due_at = CASE WHEN state = 'dead' THEN ${now}::timestamptz
+          ELSE least(due_at, ${now}::timestamptz) END,
+        dead_at = NULL`;
+}
+
+/** The states an operator may retry or discard in bulk: never claimed (a drain holds it). */
+const ACTIONABLE = `('dead', 'pending')`;
+
+/**
+ * $1 state, $2 limit, $3-$7 the filters ({@link ACTION_FILTERS}): the rows in that state that
+ * match, at most $2, oldest first, locked. SKIP LOCKED: a row a drain is claiming right now is
+ * left to it. The time filtered on is when a dead row died, or when a pending one is due, as
+ * the lists show them.
+ */
+function matchingRows(messages: string): string {
+  return `SELECT m.id FROM ${messages} m
+        WHERE m.state = $1::text AND m.state IN ${ACTIONABLE}
+        ${filterClauses('m', 'coalesce(m.dead_at, m.due_at)', ACTION_FILTERS)}
+        ORDER BY m.id
+        LIMIT $2
+        FOR UPDATE OF m SKIP LOCKED`;
+}
+
+/**
+ * $1 kind, $2 cursor time, $3 cursor id, $4 limit, $5-$8 the filters ({@link filterClauses}):
+ * dead rows newest first.
+ */
 function listDead(messages: string): string {
   return `
       SELECT ${MESSAGE_COLUMNS}
       FROM ${messages} m
       WHERE m.dead_at IS NOT NULL
-        AND ($1::text IS NULL OR m.kind = $1)
+        ${filterClauses('m', 'm.dead_at')}
         AND ($2::timestamptz IS NULL OR (m.dead_at, m.id) < ($2, $3::bigint))
       ORDER BY m.dead_at DESC, m.id DESC
       LIMIT $4`;
@@ -39,7 +120,8 @@ function historyMessages(groups: string): string {
 }
 
 /**
- * $1 kind or null, $2 cursor time, $3 cursor id, $4 limit: delivered messages newest first, from
+ * $1 kind, $2 cursor time, $3 cursor id, $4 limit, $5-$8 the filters ({@link filterClauses}):
+ * delivered messages newest first, from
  * history and from the rows a dedupe key keeps in messages, each side read in order on its
  * delivered_at index and merged. History's side walks groups newest first and sorts each
  * group's messages by id, stopping once it has the limit.
@@ -50,7 +132,7 @@ function listDelivered(messages: string, groups: string): string {
         (SELECT ${MESSAGE_COLUMNS}
          FROM ${messages} m
          WHERE m.delivered_at IS NOT NULL
-           AND ($1::text IS NULL OR m.kind = $1)
+           ${filterClauses('m', 'm.delivered_at')}
            AND ($2::timestamptz IS NULL OR (m.delivered_at, m.id) < ($2, $3::bigint))
          ORDER BY m.delivered_at DESC, m.id DESC
          LIMIT $4)
@@ -58,7 +140,7 @@ function listDelivered(messages: string, groups: string): string {
         (SELECT ${DELIVERED_COLUMNS}
          FROM ${historyMessages(groups)}
          WHERE ($2::timestamptz IS NULL OR g.delivered_at <= $2)
-           AND ($1::text IS NULL OR h.kind = $1)
+           ${filterClauses('h', 'g.delivered_at')}
            AND ($2::timestamptz IS NULL OR (g.delivered_at, h.id) < ($2, $3::bigint))
          ORDER BY g.delivered_at DESC, h.id DESC
          LIMIT $4)
@@ -125,27 +207,28 @@ export function operatorStatements(quotedSchema: string): OperatorStatements {
       FROM ${messages}`,
 
     /**
-     * $1 kind or null, $2 cursor due_at, $3 cursor id, $4 limit.
-     * Keyset pagination in the order the claim uses, on the claimable index.
+     * $1 kind, $2 cursor due_at, $3 cursor id, $4 limit, $5-$8 the filters (see
+     * filterClauses). Keyset pagination in the order the claim uses, on the claimable index.
      */
     listPending: `
       SELECT ${MESSAGE_COLUMNS}
       FROM ${messages} m
       WHERE m.delivered_at IS NULL AND m.dead_at IS NULL AND m.state = 'pending'
-        AND ($1::text IS NULL OR m.kind = $1)
+        ${filterClauses('m', 'm.due_at')}
         AND ($2::timestamptz IS NULL OR (m.due_at, m.id) > ($2, $3::bigint))
       ORDER BY m.due_at, m.id
       LIMIT $4`,
 
     /**
-     * $1 kind or null, $2 cursor lease expiry, $3 cursor id, $4 limit. Claimed rows by lease
-     * expiry (their due time as records show it); few at any moment, so no index of their own.
+     * $1 kind, $2 cursor lease expiry, $3 cursor id, $4 limit, $5-$8 the filters (see
+     * filterClauses). Claimed rows by lease expiry (their due time as records show it); few at
+     * any moment, so no index of their own.
      */
     listClaimed: `
       SELECT ${MESSAGE_COLUMNS}
       FROM ${messages} m
       WHERE m.state = 'claimed'
-        AND ($1::text IS NULL OR m.kind = $1)
+        ${filterClauses('m', 'm.lease_expires_at')}
         AND ($2::timestamptz IS NULL OR (m.lease_expires_at, m.id) > ($2, $3::bigint))
       ORDER BY m.lease_expires_at, m.id
       LIMIT $4`,
@@ -172,6 +255,28 @@ export function operatorStatements(quotedSchema: string): OperatorStatements {
       WHERE m.last_error IS NOT NULL AND m.state IN ('pending', 'dead')
       ORDER BY coalesce(m.dead_at, m.due_at) DESC, m.id DESC
       LIMIT $1`,
+
+    /**
+     * $1 ids. For each pending message among them that has an ordering key, the message at the
+     * head of that key: the oldest unfinished (pending, claimed or dead) message with the key
+     * and a smaller id, which the claim waits for (a dead one only while drains run with
+     * deadHeadBlocks, the default). One probe of messages_ordering_unfinished per message: its
+     * predicate (delivered_at IS NULL) is spelled out so the planner can use it.
+     */
+    listHoldingHeads: `
+      SELECT m.id, head.id AS head_id, head.key AS head_key, head.state AS head_state,
+        CASE WHEN head.state = 'claimed' THEN head.lease_expires_at ELSE head.due_at END
+          AS head_due_at
+      FROM ${messages} m
+      CROSS JOIN LATERAL (
+        SELECT earlier.id, earlier.key, earlier.state, earlier.due_at, earlier.lease_expires_at
+        FROM ${messages} earlier
+        WHERE earlier.ordering_key = m.ordering_key
+          AND earlier.id < m.id
+          AND earlier.delivered_at IS NULL
+        ORDER BY earlier.id
+        LIMIT 1) head
+      WHERE m.id = ANY($1::bigint[]) AND m.ordering_key IS NOT NULL AND m.state = 'pending'`,
 
     /**
      * $1 id. In messages or, once delivered, in history (never both: settle moves it): in the
@@ -208,6 +313,39 @@ export function operatorStatements(quotedSchema: string): OperatorStatements {
     retryAllDead: `
       UPDATE ${messages} SET state = 'pending', attempts = 0, due_at = $1, dead_at = NULL
       WHERE state = 'dead' AND ($2::text IS NULL OR kind = $2)
+      RETURNING id`,
+
+    /**
+     * $1 ids, $2 state, $3 now: retries those of the ids still in the state the operator saw
+     * (dead or pending, see retrySet). A row that moved on since the page was drawn is left as
+     * it is; the ids returned say which changed.
+     */
+    retrySelected: `
+      UPDATE ${messages} SET ${retrySet('$3')}
+      WHERE id = ANY($1::bigint[]) AND state = $2::text AND state IN ${ACTIONABLE}
+      RETURNING id`,
+
+    /**
+     * $1 state, $2 limit, $3-$7 the filters, $8 now: retries at most $2 of the rows that
+     * match, in one statement, so one press never locks more than that.
+     */
+    retryMatching: `
+      WITH picked AS (${matchingRows(messages)})
+      UPDATE ${messages} SET ${retrySet('$8')}
+      WHERE id IN (SELECT id FROM picked) AND state = $1::text
+      RETURNING id`,
+
+    /** $1 ids, $2 state: deletes those of the ids still in that state (dead or pending). */
+    discardSelected: `
+      DELETE FROM ${messages}
+      WHERE id = ANY($1::bigint[]) AND state = $2::text AND state IN ${ACTIONABLE}
+      RETURNING id`,
+
+    /** $1 state, $2 limit, $3-$7 the filters: deletes at most $2 of the rows that match. */
+    discardMatching: `
+      WITH picked AS (${matchingRows(messages)})
+      DELETE FROM ${messages}
+      WHERE id IN (SELECT id FROM picked) AND state = $1::text
       RETURNING id`,
 
     /**

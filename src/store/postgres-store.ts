@@ -18,6 +18,14 @@ import {
 import type { QueryResult, SqlExecutor } from '../core/ports.js';
 import type { PurgeReport, PurgeRequest, PurgeStore } from '../core/purge.js';
 import { historyBounds } from './history-groups.js';
+import { decodeCursor, encodeCursor, listOrderTime } from './list-cursor.js';
+import {
+  actionableState,
+  actionLimit,
+  filterParameters,
+  type HoldingHead,
+  type MessageFilter,
+} from './message-filter.js';
 import {
   type ClaimedRow,
   claimedFromRow,
@@ -36,9 +44,9 @@ export const DEFAULT_PURGE_BATCH = 1000;
 export const DEFAULT_LIST_LIMIT = 50;
 export const MAX_LIST_LIMIT = 500;
 
-export interface ListRequest {
-  state: MessageState;
-  kind?: string;
+export type { HoldingHead, MessageFilter } from './message-filter.js';
+
+export interface ListRequest extends MessageFilter {
   limit?: number;
   /** The `nextCursor` of the previous page. */
   cursor?: string;
@@ -160,7 +168,6 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
       throw new ValidationError('limit', `expected an integer from 1 to ${MAX_LIST_LIMIT}`);
     }
     const cursor = request.cursor === undefined ? null : decodeCursor(request.cursor);
-    const kind = request.kind ?? null;
     const page = limit + 1;
     const text = {
       pending: this.sql.listPending,
@@ -168,16 +175,18 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
       delivered: this.sql.listDelivered,
       dead: this.sql.listDead,
     }[request.state];
+    const [kind, ...filters] = filterParameters(request);
     const result = await this.rowsOf<MessageRow>(text, [
       kind,
       cursor?.at ?? null,
       cursor?.id ?? null,
       page,
+      ...filters,
     ]);
     const messages = result.rows.slice(0, limit).map(messageFromRow);
     const last = messages.at(-1);
     const more = result.rows.length > limit && last !== undefined;
-    return { messages, nextCursor: more ? encodeCursor(cursorTime(last), last.id) : null };
+    return { messages, nextCursor: more ? encodeCursor(listOrderTime(last), last.id) : null };
   }
 
   /** Outcomes per minute since `since`, for metrics and the dashboard chart. */
@@ -195,6 +204,31 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
   async recentErrors(limit = 20): Promise<MessageRecord[]> {
     const result = await this.rowsOf<MessageRow>(this.sql.listRecentErrors, [limit]);
     return result.rows.map(messageFromRow);
+  }
+
+  /**
+   * For each of `ids` that is a pending message held behind the head of its ordering key, that
+   * head (see {@link HoldingHead}), by the held message's id. One statement however many ids.
+   */
+  async holdingHeads(ids: readonly string[]): Promise<Map<string, HoldingHead>> {
+    const heads = new Map<string, HoldingHead>();
+    if (ids.length === 0) return heads;
+    const result = await this.rowsOf<{
+      id: string;
+      head_id: string;
+      head_key: string;
+      head_state: HoldingHead['state'];
+      head_due_at: Date | string;
+    }>(this.sql.listHoldingHeads, [ids.map(parseId)]);
+    for (const row of result.rows) {
+      heads.set(String(row.id), {
+        id: String(row.head_id),
+        key: row.head_key,
+        state: row.head_state,
+        dueAt: toDate(row.head_due_at),
+      });
+    }
+    return heads;
   }
 
   async get(id: string): Promise<MessageRecord | null> {
@@ -223,6 +257,47 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
   /** Moves every dead message (of one kind, if given) back to pending. Returns how many. */
   async retryAllDead(now: Date, options: { kind?: string } = {}): Promise<number> {
     const result = await this.db.query(this.sql.retryAllDead, [now, options.kind ?? null]);
+    return result.rowCount;
+  }
+
+  /**
+   * Retries those of `ids` that are still in `state` (dead: pending again with fresh attempts;
+   * pending: due now). Returns the ids it changed; the others had moved on.
+   */
+  async retryMessages(ids: readonly string[], state: MessageState, now: Date): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const result = await this.rowsOf<{ id: string }>(this.sql.retrySelected, [
+      ids.map(parseId),
+      actionableState(state),
+      now,
+    ]);
+    return result.rows.map((row) => String(row.id));
+  }
+
+  /** Deletes those of `ids` that are still in `state` (dead or pending). Returns their ids. */
+  async discardMessages(ids: readonly string[], state: MessageState): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const result = await this.rowsOf<{ id: string }>(this.sql.discardSelected, [
+      ids.map(parseId),
+      actionableState(state),
+    ]);
+    return result.rows.map((row) => String(row.id));
+  }
+
+  /**
+   * Retries at most `limit` messages that match `filter` (dead or pending), oldest first, in
+   * one statement; returns how many. Fewer than `limit` means none that matched were left.
+   */
+  async retryMatching(filter: MessageFilter, limit: number, now: Date): Promise<number> {
+    const params = [actionableState(filter.state), actionLimit(limit), ...filterParameters(filter)];
+    const result = await this.db.query(this.sql.retryMatching, [...params, now]);
+    return result.rowCount;
+  }
+
+  /** Deletes at most `limit` messages that match `filter` (dead or pending); returns how many. */
+  async discardMatching(filter: MessageFilter, limit: number): Promise<number> {
+    const params = [actionableState(filter.state), actionLimit(limit), ...filterParameters(filter)];
+    const result = await this.db.query(this.sql.discardMatching, params);
     return result.rowCount;
   }
 
@@ -367,33 +442,4 @@ function parseId(id: unknown): string {
     throw new ValidationError('id', 'expected a message id: a positive integer within bigint');
   }
   return id;
-}
-
-function cursorTime(message: MessageRecord): Date {
-  if (message.state === 'delivered' && message.deliveredAt) return message.deliveredAt;
-  if (message.state === 'dead' && message.deadAt) return message.deadAt;
-  return message.dueAt;
-}
-
-/**
- * Cursors are opaque to callers: base64url of "<ISO time>|<id>". Every time column a list orders
- * by is written with millisecond precision, so the JS Date in a cursor compares exactly.
- */
-function encodeCursor(at: Date, id: string): string {
-  return btoa(`${at.toISOString()}|${id}`).replaceAll('+', '-').replaceAll('/', '_');
-}
-
-function decodeCursor(cursor: string): { at: Date; id: string } {
-  let text: string;
-  try {
-    text = atob(cursor.replaceAll('-', '+').replaceAll('_', '/'));
-  } catch {
-    throw new ValidationError('cursor', 'is not a cursor this API returned');
-  }
-  const [at, id] = text.split('|');
-  const time = new Date(at ?? '');
-  if (!id || Number.isNaN(time.getTime()) || !isMessageId(id)) {
-    throw new ValidationError('cursor', 'is not a cursor this API returned');
-  }
-  return { at: time, id };
 }

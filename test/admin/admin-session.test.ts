@@ -53,14 +53,26 @@ describe('dashboard sessions', () => {
       const {
         ids: [id],
       } = await deadMessages(database, ['gone']);
-      const page = await (await app.request(home, { headers: { cookie: session.cookie } })).text();
+      const headers = { cookie: session.cookie };
+      const page = await (await app.request(home, { headers })).text();
       expect(page).toContain(`action="${prefix}/logout"`);
-      expect(page).toContain(`action="${prefix}/dashboard/messages/${id}/retry"`);
+      expect(page).toContain(`href="${prefix}/dashboard/messages?state=dead"`);
       expect(page).toContain(`action="${prefix}/dashboard/find"`);
       expect(page).toContain(`href="${prefix}/dashboard/messages/${id}"`);
-      const targets = [...page.matchAll(/(?:action|href)="([^"]*)"/g)].map((m) => m[1]!);
-      for (const target of targets.filter((t) => t.startsWith('/'))) {
-        expect(target.startsWith(`${prefix}/`) || target === home, target).toBe(true);
+      const list = await (
+        await app.request(`${prefix}/dashboard/messages?state=dead`, { headers })
+      ).text();
+      expect(list).toContain(`action="${prefix}/dashboard/messages/retry"`);
+      expect(list).toContain(`formaction="${prefix}/dashboard/messages/discard-matching"`);
+      const message = await (
+        await app.request(`${prefix}/dashboard/messages/${id}`, { headers })
+      ).text();
+      expect(message).toContain(`action="${prefix}/dashboard/messages/${id}/retry"`);
+      for (const drawn of [page, list, message]) {
+        const targets = [...drawn.matchAll(/(?:action|href)="([^"]*)"/g)].map((m) => m[1]!);
+        for (const target of targets.filter((t) => t.startsWith('/'))) {
+          expect(target.startsWith(`${prefix}/`) || target === home, target).toBe(true);
+        }
       }
 
       const retried = await app.request(

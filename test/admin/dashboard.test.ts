@@ -78,13 +78,15 @@ describe('the signed-in dashboard', () => {
       expect(page).not.toMatch(/<script|<img|" onmouseover/i);
       expect(page).toContain('bad &amp; &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;');
     }
-    const overview = await (
-      await app.request('/admin', { headers: { cookie: session.cookie } })
+    const deadList = await (
+      await app.request('/admin/dashboard/messages?state=dead', {
+        headers: { cookie: session.cookie },
+      })
     ).text();
-    expect(overview).toContain('&lt;/pre&gt;&lt;script&gt;');
+    expect(deadList).toContain('&lt;/pre&gt;&lt;script&gt;');
   });
 
-  it('shows a 60-minute chart and one Retry and Discard form per dead message, each with the CSRF field', async () => {
+  it('shows a 60-minute chart, and each dead message once: in recent errors, the actions on the dead list', async () => {
     const {
       ids: [id],
     } = await deadMessages(database, ['gone']);
@@ -94,12 +96,22 @@ describe('the signed-in dashboard', () => {
     ).text();
     expect(page.match(/<g><title>/g)).toHaveLength(60);
     expect(page).toContain('aria-labelledby="chart-title chart-desc"');
-    for (const action of ['retry', 'discard']) {
-      expect(page).toContain(
-        `<form method="post" action="/admin/dashboard/messages/${id}/${action}"><input type="hidden" name="csrf" value="${session.csrf}">`,
-      );
-    }
-    expect(page).toContain('action="/admin/dashboard/messages/retry-dead"');
+    expect(page.match(new RegExp(`data-message-id="${id}"`, 'g'))).toHaveLength(1);
+    expect(page).not.toContain(`/admin/dashboard/messages/${id}/retry`);
+    expect(page).toContain('href="/admin/dashboard/messages?state=dead">Open the dead-letter list');
+
+    const list = await (
+      await app.request('/admin/dashboard/messages?state=dead', {
+        headers: { cookie: session.cookie },
+      })
+    ).text();
+    expect(list).toContain(
+      `<form method="post" action="/admin/dashboard/messages/retry" aria-label="Selected messages">
+      <input type="hidden" name="csrf" value="${session.csrf}">`,
+    );
+    expect(list).toContain(`<input type="checkbox" name="id" value="${id}"`);
+    expect(list).toContain('formaction="/admin/dashboard/messages/discard"');
+    expect(list).toContain('formaction="/admin/dashboard/messages/retry-matching"');
   });
 
   it('find a message by key and see it whole', async () => {
@@ -163,6 +175,10 @@ describe('the signed-in dashboard', () => {
     expect(shown).toHaveLength(wanted.length);
     expect(new Set(shown).size).toBe(wanted.length);
     expect(`${firstPage}${secondPage}`).not.toContain('<code>demo.notify</code>');
+    // Delivered messages wait for the purge: no boxes to tick, no actions, and a note why.
+    expect(firstPage).not.toContain('name="id"');
+    expect(firstPage).not.toContain('retry-matching');
+    expect(firstPage).toContain('Delivered messages stay until the purge takes them.');
 
     const badCursor = await app.request('/admin/dashboard/messages?state=delivered&cursor=x', {
       headers,
