@@ -25,6 +25,12 @@ export interface OutboxAdminOptions {
    * `POST /drain` answers 503.
    */
   drain?: (request: AdminDrainRequest) => Promise<DrainReport>;
+  /**
+   * Whether your drains let a dead message block later messages with its ordering key (their
+   * `deadHeadBlocks`): stats, the dashboard and `/metrics` then count such messages as held,
+   * not due. Default true, as the drains'.
+   */
+  deadHeadBlocks?: boolean;
   clock?: Clock;
   logger?: Logger;
   /**
@@ -61,6 +67,7 @@ export interface ResolvedAdmin {
   store: PostgresOutboxStore;
   token: string | undefined;
   drain: OutboxAdminOptions['drain'];
+  deadHeadBlocks: boolean;
   clock: Clock;
   logger: Logger;
   basePath: string | undefined;

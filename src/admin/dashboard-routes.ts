@@ -69,7 +69,7 @@ export function registerDashboardRoutes(
     }
     const now = clock.now();
     const [stats, hour, errors, deadPage, frame] = await Promise.all([
-      store.stats(now),
+      store.stats(now, { deadHeadBlocks: admin.deadHeadBlocks }),
       lastHour(store, now),
       store.recentErrors(DASHBOARD_RECENT_ERRORS_LIMIT),
       store.list({ state: 'dead', limit: DASHBOARD_DEAD_LIMIT }),

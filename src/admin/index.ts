@@ -40,5 +40,5 @@ export {
   FailedLoginThrottle,
   type FailedLoginVerdict,
 } from './login-throttle.js';
-export { type HourTotals, prometheusText } from './metrics.js';
+export { type HourTotals, type MetricsSnapshot, prometheusText, readMetrics } from './metrics.js';
 export { outboxAdmin } from './outbox-admin.js';

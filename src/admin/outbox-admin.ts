@@ -38,6 +38,7 @@ export function outboxAdmin(options: OutboxAdminOptions): Hono<AdminEnv> {
     store: options.store,
     token,
     drain: options.drain,
+    deadHeadBlocks: options.deadHeadBlocks ?? true,
     clock,
     logger: options.logger ?? silentLogger,
     basePath: options.basePath,
