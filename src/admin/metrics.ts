@@ -84,7 +84,7 @@ export function prometheusText({ stats, outcomes, drainRuns }: MetricsSnapshot):
       'outbox_lag_seconds',
       'gauge',
       'Age of the oldest message a drain could take now and has not.',
-      [['', stats.lagMs / 1000]],
+      [['', (stats.lagMs / 1000).toFixed(3)]],
     ),
     ...byKind(outcomes, 'outbox_messages_delivered_total', 'Messages delivered.', 'delivered'),
     ...byKind(
@@ -116,7 +116,8 @@ export function prometheusText({ stats, outcomes, drainRuns }: MetricsSnapshot):
   return `${lines.join('\n')}\n`;
 }
 
-type Sample = [labels: string, value: number];
+/** A sample's labels (or a histogram's suffix and labels) and value, as text or a number. */
+type Sample = [labels: string, value: number | string];
 
 function metric(name: string, type: string, help: string, samples: Sample[]): string[] {
   return [
@@ -174,7 +175,8 @@ function labelValue(text: string): string {
   return text.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n');
 }
 
-function sampleValue(value: number): string {
+function sampleValue(value: number | string): string {
+  if (typeof value === 'string') return value;
   if (value === Number.POSITIVE_INFINITY) return '+Inf';
   return Number.isInteger(value) ? String(value) : value.toFixed(3);
 }
