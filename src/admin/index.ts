@@ -1,6 +1,7 @@
 // `outbox-relay/admin`: the admin API, metrics and dashboard as a Hono app to mount in yours.
 
 export { type ErrorBody, errorResponse, type Issue, pathOfField } from '../http/json-errors.js';
+export type { DrainRunTotals, OutcomeTotals } from '../store/metric-statements.js';
 export {
   ADMIN_CSP,
   type AdminBearerAuthOptions,
