@@ -23,9 +23,9 @@ export interface DrainRunRecord {
 
 /**
  * Upper bounds of the drain duration histogram, in ms. A drain that finds nothing takes a few
- * ms; a kick or an admin drain up to 10 s; a Worker's cron drain up to its 30 s of CPU; a
- * Lambda's up to its 15 minutes. Each bucket is one row of the store's drain_runs table at
- * most, per error code.
+ * ms; an admin drain up to 10 s; a Worker's cron drain up to its 45 s budget; a CLI tick up to
+ * a minute; a Lambda's up to its 15 minutes. Each bucket is one row of the store's drain_runs
+ * table at most, per error code.
  */
 export const DRAIN_DURATION_BUCKETS_MS: readonly number[] = [
   10, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000, 900_000,

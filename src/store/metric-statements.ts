@@ -40,7 +40,8 @@ export function metricStatements(quotedSchema: string): MetricStatements {
      * No parameters. Each kind's outcomes: what purge folded into outcome_totals plus the
      * minutes delivery_counts still holds, read in one snapshot, so a purge that moves minutes
      * from one table to the other in its statement never shows a counter lower than before.
-     * Reads every minute kept (seven days by default, about 10,000 rows a kind): a few ms.
+     * Reads every minute kept (seven days by default, 10,080 rows a kind): measured in
+     * docs/admin.md, "Metrics".
      */
     readOutcomeTotals: `
       SELECT kind, sum(delivered)::bigint AS delivered, sum(failed)::bigint AS failed,
