@@ -505,4 +505,39 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
       },
     ],
   },
+  {
+    name: 'a failed drain run is recorded without its code',
+    row: 29,
+    edits: [
+      {
+        file: 'src/core/drain-record.ts',
+        find: 'errorCode: run.failure ? drainErrorCode(run.failure.error) : null,',
+        replace: 'errorCode: null,',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/admin/metrics.test.ts',
+        name: 'counts drain runs in the duration histogram and a drain failing on a database fault under its code',
+      },
+    ],
+  },
+  {
+    name: "the run's record is not kept free in the budget",
+    row: 29,
+    edits: [
+      {
+        file: 'src/core/drain-run.ts',
+        find: 'report.roundTrips + report.sends + report.senderSubrequests + recordOwed;',
+        replace: 'report.roundTrips + report.sends + report.senderSubrequests;',
+      },
+    ],
+    tests: [
+      {
+        file: BUDGET_TEST_FILE,
+        name: 'a drain that records its run keeps a subrequest for the record and still stays within a budget of 10',
+        driver: 'node-pg',
+      },
+    ],
+  },
 ];

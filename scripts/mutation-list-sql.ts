@@ -327,4 +327,43 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
       },
     ],
   },
+  {
+    name: 'purge deletes counted minutes without folding them into the totals',
+    row: 27,
+    edits: [
+      {
+        file: STATEMENTS,
+        find: 'SELECT kind, sum(delivered), sum(failed), sum(dead) FROM gone',
+        replace: 'SELECT kind, sum(delivered), sum(failed), sum(dead) FROM gone WHERE false',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/admin/metrics.test.ts',
+        name: 'counters do not drop when purge deletes the minutes they were counted in',
+      },
+    ],
+  },
+  {
+    name: 'held messages count as due and in the lag',
+    row: 28,
+    edits: [
+      {
+        file: OPERATOR_STATEMENTS,
+        find: "count(*) FILTER (WHERE state = 'pending' AND takeable AND NOT held) AS due,",
+        replace: "count(*) FILTER (WHERE state = 'pending' AND takeable) AS due,",
+      },
+      {
+        file: OPERATOR_STATEMENTS,
+        find: 'min(due_at) FILTER (WHERE takeable AND NOT held) AS oldest_due_at',
+        replace: 'min(due_at) FILTER (WHERE takeable) AS oldest_due_at',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/held-stats.test.ts',
+        name: 'a dead head holding five followers while drains are healthy makes them held, not due, and no lag',
+      },
+    ],
+  },
 ];

@@ -32,6 +32,12 @@ export interface OutboxAdminOptions {
    * filter is a text box taking any kind name.
    */
   kinds?: readonly string[];
+  /**
+   * Whether your drains let a dead message block later messages with its ordering key (their
+   * `deadHeadBlocks`): stats, the dashboard and `/metrics` then count such messages as held,
+   * not due. Default true, as the drains'.
+   */
+  deadHeadBlocks?: boolean;
   clock?: Clock;
   logger?: Logger;
   /**
@@ -70,6 +76,7 @@ export interface ResolvedAdmin {
   drain: OutboxAdminOptions['drain'];
   /** Sorted, each once; undefined when none were given. */
   kinds: readonly string[] | undefined;
+  deadHeadBlocks: boolean;
   clock: Clock;
   logger: Logger;
   basePath: string | undefined;

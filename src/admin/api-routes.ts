@@ -2,7 +2,7 @@
  * The admin JSON API (and Prometheus `/metrics`). Every route answers JSON; bad input is a 400
  * naming the field; nothing is written on a 4xx. Paths are relative to the mount path:
  *
- * - `GET /stats`: counts by state, lag, the last hour's outcomes per minute.
+ * - `GET /stats`: counts by state (held ones apart), lag, the last hour's outcomes per minute.
  * - `GET /messages?state=&kind=&limit=&cursor=`: one page of a state, oldest first, keyset cursor.
  * - `GET /messages/:id`, `GET /messages/by-key/:key`: one message, whole.
  * - `POST /messages/:id/retry`, `POST /messages/retry-dead?kind=`, `DELETE /messages/:id`.
@@ -15,7 +15,7 @@ import { isMessageId } from '../core/message-id.js';
 import { MESSAGE_STATES, type MessageState } from '../core/outbox-store.js';
 import { errorResponse, pathOfField } from '../http/json-errors.js';
 import type { AdminEnv, ResolvedAdmin } from './admin-options.js';
-import { lastHour, prometheusText } from './metrics.js';
+import { lastHour, prometheusText, readMetrics } from './metrics.js';
 
 /** `POST /drain` defaults: bounded so an operator's click cannot outlast the request. */
 export const ADMIN_DRAIN_DEFAULT_MAX_MESSAGES = 500;
@@ -30,11 +30,14 @@ export function registerApiRoutes(
   admin: ResolvedAdmin,
   guard: MiddlewareHandler<AdminEnv>,
 ): void {
-  const { store, clock } = admin;
+  const { store, clock, deadHeadBlocks } = admin;
 
   app.get('/stats', guard, async (c) => {
     const now = clock.now();
-    const [stats, hour] = await Promise.all([store.stats(now), lastHour(store, now)]);
+    const [stats, hour] = await Promise.all([
+      store.stats(now, { deadHeadBlocks }),
+      lastHour(store, now),
+    ]);
     return c.json({
       stats: { ...stats, lagSeconds: stats.lagMs / 1000 },
       lastHour: hour.totals,
@@ -130,9 +133,8 @@ export function registerApiRoutes(
   });
 
   app.get('/metrics', guard, async (c) => {
-    const now = clock.now();
-    const [stats, hour] = await Promise.all([store.stats(now), lastHour(store, now)]);
-    return c.text(prometheusText(stats, hour.totals), 200, {
+    const snapshot = await readMetrics(store, clock.now(), { deadHeadBlocks });
+    return c.text(prometheusText(snapshot), 200, {
       'content-type': 'text/plain; version=0.0.4; charset=utf-8',
     });
   });

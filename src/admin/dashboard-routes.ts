@@ -63,7 +63,7 @@ export function registerDashboardRoutes(
     }
     const now = clock.now();
     const [stats, hour, errors, frame] = await Promise.all([
-      store.stats(now),
+      store.stats(now, { deadHeadBlocks: admin.deadHeadBlocks }),
       lastHour(store, now),
       store.recentErrors(DASHBOARD_RECENT_ERRORS_LIMIT),
       frameOf(admin, c, now),

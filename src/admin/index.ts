@@ -1,6 +1,7 @@
 // `outbox-relay/admin`: the admin API, metrics and dashboard as a Hono app to mount in yours.
 
 export { type ErrorBody, errorResponse, type Issue, pathOfField } from '../http/json-errors.js';
+export type { DrainRunTotals, OutcomeTotals } from '../store/metric-statements.js';
 export {
   ADMIN_CSP,
   type AdminBearerAuthOptions,
@@ -38,5 +39,5 @@ export {
   FailedLoginThrottle,
   type FailedLoginVerdict,
 } from './login-throttle.js';
-export { type HourTotals, prometheusText } from './metrics.js';
+export { type HourTotals, type MetricsSnapshot, prometheusText, readMetrics } from './metrics.js';
 export { outboxAdmin } from './outbox-admin.js';

@@ -40,6 +40,7 @@ export function outboxAdmin(options: OutboxAdminOptions): Hono<AdminEnv> {
     token,
     drain: options.drain,
     kinds: options.kinds?.length ? [...new Set(options.kinds)].sort() : undefined,
+    deadHeadBlocks: options.deadHeadBlocks ?? true,
     clock,
     logger: options.logger ?? silentLogger,
     basePath: options.basePath,

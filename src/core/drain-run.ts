@@ -70,6 +70,12 @@ export interface DrainRun {
   identity: object;
   /** Lanes with nothing to do, waiting for a claim to land or a send to end. */
   waiting: (() => void)[];
+  /**
+   * 1 while the run owes the statement that records it for metrics (recordDrainRun in
+   * drain-record.ts), 0 otherwise: kept free in the budget from the start, as a settle write
+   * is, so a drain that spends its budget still records itself.
+   */
+  recordOwed: number;
 }
 
 export function newRun(
@@ -99,6 +105,7 @@ export function newRun(
     failure: undefined,
     identity: Object.freeze({}),
     waiting: [],
+    recordOwed: settings.recordRun ? 1 : 0,
     report: {
       claimed: 0,
       delivered: 0,
@@ -134,7 +141,7 @@ export function notify(run: DrainRun): void {
 /**
  * Subrequests still free: spent ones are taken, and so is one settle write per claim whose rows
  * are not all in a write yet, and per claim on the wire (see {@link writesOwed}): every write a
- * lease may force is paid for, and so is the last write of a drain.
+ * lease may force is paid for, and so is the last write of a drain, and the run's record.
  */
 export function budgetLeft(run: DrainRun): number {
   return run.settings.subrequestBudget - spent(run) - writesOwed(run);
@@ -172,8 +179,8 @@ export function noteWritten(run: DrainRun, lease: ClaimLease): boolean {
   return true;
 }
 
-function spent({ report }: DrainRun): number {
-  return report.roundTrips + report.sends + report.senderSubrequests;
+function spent({ report, recordOwed }: DrainRun): number {
+  return report.roundTrips + report.sends + report.senderSubrequests + recordOwed;
 }
 
 /** Records why the drain stops, keeping the first reason seen. */

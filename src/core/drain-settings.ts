@@ -91,6 +91,14 @@ export interface DrainOptions {
   settleGroupMs?: number;
   /** Claim only these message keys: the after-commit kick. */
   keys?: readonly string[];
+  /**
+   * Record this run for metrics at its end (its duration, and its failure's code), in one
+   * statement counted against the subrequest budget and kept free in it from the start; see
+   * `outbox_drain_duration_seconds` in docs/admin.md. Only with a store that keeps records
+   * (`recordDrainRun`) and a budget of at least {@link MIN_BUDGET_TO_RECORD_RUN}. Default
+   * false; `createDrainer` turns it on for every run but a kick's.
+   */
+  recordRun?: boolean;
   /** Stop claiming and sending; what is in flight finishes and everything is settled. */
   signal?: AbortSignal;
   clock?: Clock;
@@ -137,7 +145,7 @@ export interface DrainReport {
   batches: number;
   /** Settle statements run (groups of outcomes written), retries included. */
   settles: number;
-  /** SQL statements run (claims and settles). */
+  /** SQL statements run (claims and settles, and the run's record with `recordRun`). */
   roundTrips: number;
   /** Sender calls made. */
   sends: number;
@@ -237,6 +245,12 @@ export const MAX_CLAIMS_ON_WIRE = 2;
  */
 export const MIN_BUDGET_FOR_CLAIM_BESIDE = 1_000;
 
+/**
+ * Four subrequests: a claim, a send, a settle and the run's record. Under a smaller budget a run
+ * does not record itself, rather than give up the one message it could deliver.
+ */
+export const MIN_BUDGET_TO_RECORD_RUN = 4;
+
 /** Largest batch and concurrency a drain accepts: beyond these a claim or a settle gets unwieldy. */
 export const MAX_BATCH_SIZE = 1000;
 export const MAX_CONCURRENCY = 1000;
@@ -258,6 +272,8 @@ export interface Settings {
   roundTripReserveMs: number;
   backoff: BackoffOptions;
   deadHeadBlocks: boolean;
+  /** The run records itself at its end (see `DrainOptions.recordRun`). */
+  recordRun: boolean;
   clock: Clock;
   newId: IdGenerator;
   random: () => number;
@@ -284,6 +300,7 @@ export function resolveSettings(options: DrainOptions): Settings {
     roundTripReserveMs: options.roundTripReserveMs ?? DEFAULT_ROUND_TRIP_RESERVE_MS,
     backoff: options.backoff ?? {},
     deadHeadBlocks: options.deadHeadBlocks ?? true,
+    recordRun: false,
     clock: options.clock ?? systemClock,
     newId: options.newId ?? randomId,
     random: options.random ?? Math.random,
@@ -326,6 +343,10 @@ export function resolveSettings(options: DrainOptions): Settings {
     );
   }
   validateBackoff(settings.backoff);
+  settings.recordRun =
+    options.recordRun === true &&
+    settings.store.recordDrainRun !== undefined &&
+    settings.subrequestBudget >= MIN_BUDGET_TO_RECORD_RUN;
   return settings;
 }
 

@@ -1,3 +1,4 @@
+import { recordDrainRun } from './drain-record.js';
 import {
   budgetLeft,
   type ClaimLease,
@@ -79,6 +80,7 @@ export async function drainOnce(options: DrainOptions): Promise<DrainReport> {
   await shared.settles.writeAll();
   report.durationMs = clock.now().getTime() - startedAt;
   report.stopReason = run.stopReason ?? 'empty';
+  await recordDrainRun(run);
   if (run.failure) throw attachReport(run.failure.error, report);
   logger.info('drain finished', { ...report });
   return report;

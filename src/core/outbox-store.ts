@@ -1,3 +1,4 @@
+import type { DrainRunRecord } from './drain-record.js';
 import type { JsonValue } from './message.js';
 import type { Settlement } from './settlement.js';
 
@@ -128,15 +129,24 @@ export interface SettleResult {
 
 export interface OutboxStats {
   pending: number;
-  /** Pending and due now. */
+  /** Pending, due now, and free to be claimed: not held. */
   due: number;
+  /**
+   * Pending and due now, but held behind an earlier message of their ordering key that is
+   * still pending or claimed (or dead, where dead heads block): a drain cannot take them until
+   * that one is delivered, retried or discarded. Counted neither in `due` nor in the lag.
+   */
+  held: number;
   /** Claimed with a live lease: being sent right now. */
   claimed: number;
   /** Claimed, but the lease has run out: the drain died; claimable again. */
   leaseExpired: number;
   delivered: number;
   dead: number;
-  /** Age in ms of the oldest message due now and not held by a live lease; 0 when none. */
+  /**
+   * Age in ms of the oldest message a drain could take now (due, or its lease passed, and not
+   * held behind its ordering key's head); 0 when none.
+   */
   lagMs: number;
   oldestDueAt: Date | null;
 }
@@ -150,4 +160,9 @@ export interface OutboxStore {
    * {@link MAX_SETTLE_PAYLOAD_BYTES} at most.
    */
   settle(requests: readonly SettleRequest[], now: Date): Promise<SettleResult>;
+  /**
+   * Adds one drain run to the store's record for metrics, in one statement. Optional: a drain
+   * over a store without it records nothing.
+   */
+  recordDrainRun?(record: DrainRunRecord): Promise<void>;
 }

@@ -79,7 +79,8 @@ export interface DrainerOptions
 
 /**
  * A {@link Drainer}: the one way a runtime builds its drains. Each run gets the setup's
- * settings as set, and, with a `budgetMs`, a deadline that far from now and send and round-trip
+ * settings as set, records itself for metrics at its end unless it is a kick (`recordRun`),
+ * and, with a `budgetMs`, a deadline that far from now and send and round-trip
  * timeouts lowered to fit it ({@link budgetedTimeouts}). Throws a `ConfigurationError` (from the
  * run, before anything is claimed) when the budget cannot fit one claim, one send and one
  * settle with the setup's settle window: such a drain could never send anything.
@@ -113,6 +114,10 @@ function drainOptions(setup: DrainerOptions, request: DrainRequest): DrainOption
     maxMessages: request.maxMessages,
     subrequestBudget: request.subrequestBudget ?? setup.subrequestBudget,
     signal: request.signal,
+    // A kick is the request path's follow-up, one per write: its record would cost a statement
+    // on every request and crowd the histogram with runs of a message or two. The schedule's
+    // drains, the CLI's and the admin's are the runs an operator watches.
+    recordRun: request.keys === undefined,
   };
   if (request.budgetMs !== undefined) {
     Object.assign(options, fittedTimeouts(request.budgetMs, clock, settings));

@@ -186,25 +186,50 @@ export function operatorStatements(quotedSchema: string): OperatorStatements {
   const groups = `${quotedSchema}.delivered_groups`;
   return {
     /**
-     * $1 now. Counts per state in one statement. `claimed` counts live leases; a claimed row
-     * whose lease has passed is due again and counts as due. Lag is the age of the oldest message
-     * that is due now and not held by a live lease: how far behind the drains are. Delivered
-     * counts history too: exactly while history holds at most
-     * {@link EXACT_HISTORY_GROUPS_LIMIT} groups, and beyond that as an estimate (see
-     * {@link historyCount}), so a stats call never reads millions of rows.
+     * $1 now, $2 whether a dead message blocks later messages with its ordering key (the
+     * drains' `deadHeadBlocks`). Counts per state in one statement. `claimed` counts live
+     * leases; a claimed row whose lease has passed is due again. `held` counts pending rows due
+     * now that the claim would pass over: an earlier message with their ordering key is still
+     * pending or claimed (or dead, when dead heads block). `due` is the rest of the pending rows
+     * due now, the ones a drain can take. Lag is the age of the oldest message a drain could
+     * take now (due, or its lease passed, and not held): how far behind the drains are, which a
+     * dead head holding its key's backlog does not make look worse.
+     *
+     * Held is worked out with one aggregate, not a probe per row: `heads` is the first
+     * unfinished id of each ordering key, read from messages_ordering_unfinished, and a keyed
+     * row is held when that head is not the row itself (the claim's NOT EXISTS, in
+     * claim-statements.ts, asks the same question of each row it takes). The one scan of
+     * messages stays the statement's cost, with the heads hashed beside it
+     * (test/store/held-stats.test.ts). Delivered counts history too: exactly while history
+     * holds at most {@link EXACT_HISTORY_GROUPS_LIMIT} groups, and beyond that as an estimate
+     * (see {@link historyCount}), so a stats call never reads millions of rows.
      */
     readStats: `
+      WITH heads AS (
+        SELECT ordering_key, min(id) AS head
+        FROM ${messages}
+        WHERE ordering_key IS NOT NULL AND delivered_at IS NULL
+          AND (state IN ('pending', 'claimed') OR (state = 'dead' AND $2::boolean))
+        GROUP BY ordering_key
+      ),
+      rows AS (
+        SELECT m.state,
+          CASE WHEN m.state = 'claimed' THEN m.lease_expires_at ELSE m.due_at END AS due_at,
+          (m.state = 'pending' AND m.due_at <= $1)
+            OR (m.state = 'claimed' AND m.lease_expires_at <= $1) AS takeable,
+          coalesce(h.head < m.id, false) AS held
+        FROM ${messages} m LEFT JOIN heads h ON h.ordering_key = m.ordering_key
+      )
       SELECT
         count(*) FILTER (WHERE state = 'pending') AS pending,
-        count(*) FILTER (WHERE state = 'pending' AND due_at <= $1) AS due,
-        count(*) FILTER (WHERE state = 'claimed' AND lease_expires_at > $1) AS claimed,
-        count(*) FILTER (WHERE state = 'claimed' AND lease_expires_at <= $1) AS lease_expired,
+        count(*) FILTER (WHERE state = 'pending' AND takeable AND NOT held) AS due,
+        count(*) FILTER (WHERE state = 'pending' AND takeable AND held) AS held,
+        count(*) FILTER (WHERE state = 'claimed' AND NOT takeable) AS claimed,
+        count(*) FILTER (WHERE state = 'claimed' AND takeable) AS lease_expired,
         count(*) FILTER (WHERE state = 'delivered') + (${historyCount(groups)}) AS delivered,
         count(*) FILTER (WHERE state = 'dead') AS dead,
-        min(CASE WHEN state = 'claimed' THEN lease_expires_at ELSE due_at END) FILTER (
-          WHERE (state = 'pending' AND due_at <= $1)
-            OR (state = 'claimed' AND lease_expires_at <= $1)) AS oldest_due_at
-      FROM ${messages}`,
+        min(due_at) FILTER (WHERE takeable AND NOT held) AS oldest_due_at
+      FROM rows`,
 
     /**
      * $1 kind, $2 cursor due_at, $3 cursor id, $4 limit, $5-$8 the filters (see

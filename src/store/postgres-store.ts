@@ -1,3 +1,4 @@
+import type { DrainRunRecord } from '../core/drain-record.js';
 import { ValidationError } from '../core/errors.js';
 import { compareMessageIds, isMessageId } from '../core/message-id.js';
 import {
@@ -34,6 +35,13 @@ import {
   toDate,
   toDateOrNull,
 } from './message-rows.js';
+import {
+  type DrainRunTotals,
+  drainRunParameters,
+  drainRunsFromRow,
+  type OutcomeTotals,
+  outcomeTotalsFromRow,
+} from './metric-statements.js';
 import { DEFAULT_SCHEMA, quoteSchema } from './schema-name.js';
 import { type OutboxStatements, outboxStatements } from './statements.js';
 
@@ -142,13 +150,19 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
     };
   }
 
-  async stats(now: Date): Promise<OutboxStats> {
-    const result = await this.db.query(this.sql.readStats, [now]);
+  /**
+   * Counts by state and the lag, as drains with `deadHeadBlocks` (default true, as theirs) see
+   * the table: a message held behind an unfinished one of its ordering key counts as `held`,
+   * not `due`, and not in the lag.
+   */
+  async stats(now: Date, options: { deadHeadBlocks?: boolean } = {}): Promise<OutboxStats> {
+    const result = await this.db.query(this.sql.readStats, [now, options.deadHeadBlocks ?? true]);
     const row = result.rows[0] ?? {};
     const oldestDueAt = toDateOrNull(row.oldest_due_at);
     return {
       pending: Number(row.pending ?? 0),
       due: Number(row.due ?? 0),
+      held: Number(row.held ?? 0),
       claimed: Number(row.claimed ?? 0),
       leaseExpired: Number(row.lease_expired ?? 0),
       delivered: Number(row.delivered ?? 0),
@@ -198,6 +212,20 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
       failed: Number(row.failed),
       dead: Number(row.dead),
     }));
+  }
+
+  /** Outcomes by kind since the outbox began: counters that purge never lowers. */
+  async outcomeTotals(): Promise<OutcomeTotals[]> {
+    return (await this.db.query(this.sql.readOutcomeTotals)).rows.map(outcomeTotalsFromRow);
+  }
+
+  /** The drains' record of their runs (`recordRun`), by duration bucket and error code. */
+  async drainRuns(): Promise<DrainRunTotals[]> {
+    return (await this.db.query(this.sql.readDrainRuns)).rows.map(drainRunsFromRow);
+  }
+
+  async recordDrainRun(record: DrainRunRecord): Promise<void> {
+    await this.db.query(this.sql.recordDrainRun, drainRunParameters(record));
   }
 
   /** The latest messages that failed at least once and are not delivered, newest first. */

@@ -1,5 +1,6 @@
 import { claimStatement, claimStatements } from './claim-statements.js';
 import { ARCHIVED_COLUMNS, archiveMoved } from './history-groups.js';
+import { type MetricStatements, metricStatements } from './metric-statements.js';
 import { type OperatorStatements, operatorStatements } from './operator-statements.js';
 import { countOutcomes } from './outcome-counts.js';
 
@@ -33,8 +34,8 @@ export interface DrainStatements {
   takeTransactionId: string;
 }
 
-/** Every statement of the store: the drain's and housekeeping's here, the operators' beside. */
-export type OutboxStatements = DrainStatements & OperatorStatements;
+/** Every statement of the store: the drain's and housekeeping's here, operators' and metrics' beside. */
+export type OutboxStatements = DrainStatements & OperatorStatements & MetricStatements;
 
 /** How the statements are built beyond the schema. */
 export interface StatementOptions {
@@ -54,6 +55,7 @@ export function outboxStatements(
   const groups = `${quotedSchema}.delivered_groups`;
   return {
     ...operatorStatements(quotedSchema),
+    ...metricStatements(quotedSchema),
     /**
      * $1 keys, $2 kinds, $3 payloads (JSON text), $4 ordering keys, $5 dedupe keys,
      * $6 max attempts, $7 due times (null = now() + $8 delay ms).
@@ -240,8 +242,25 @@ export function outboxStatements(
       )
       SELECT count(*)::int AS deleted, count(*)::int AS taken FROM gone`,
 
-    /** $1 older than. Counters are small, but one row a minute per kind adds up over a year. */
-    purgeDeliveryCounts: `DELETE FROM ${quotedSchema}.delivery_counts WHERE minute < $1`,
+    /**
+     * $1 older than. Counters are small, but one row a minute per kind adds up over a year. The
+     * minutes deleted are added to outcome_totals in the same statement, so the `_total`
+     * counters (readOutcomeTotals: totals plus the minutes kept) read the same before and after,
+     * and never go down. Kinds in a fixed order, as the settle's countOutcomes does.
+     */
+    purgeDeliveryCounts: `
+      WITH gone AS (
+        DELETE FROM ${quotedSchema}.delivery_counts WHERE minute < $1
+        RETURNING kind, delivered, failed, dead
+      )
+      INSERT INTO ${quotedSchema}.outcome_totals AS t (kind, delivered, failed, dead)
+      SELECT kind, sum(delivered), sum(failed), sum(dead) FROM gone
+      GROUP BY kind
+      ORDER BY kind
+      ON CONFLICT (kind) DO UPDATE SET
+        delivered = t.delivered + excluded.delivered,
+        failed = t.failed + excluded.failed,
+        dead = t.dead + excluded.dead`,
 
     /**
      * No parameters; run after a purge that deleted rows, outside any transaction block, twice

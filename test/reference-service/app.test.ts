@@ -379,6 +379,6 @@ describe('admin API', () => {
     const text = await metrics.text();
     expect(text).toMatch(/^outbox_messages\{state="pending"\} \d+$/m);
     expect(text).toMatch(/^outbox_lag_seconds \d+\.\d{3}$/m);
-    expect(text).toMatch(/^outbox_failed_last_hour [1-9]\d*$/m);
+    expect(text).toMatch(/^outbox_attempts_failed_total\{kind="[a-z.]+"\} [1-9]\d*$/m);
   });
 });

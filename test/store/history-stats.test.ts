@@ -78,6 +78,7 @@ describe('stats over a large delivered history', () => {
     const statement = operatorStatements(`"${schema}"`).readStats;
     const { rows } = await database.pool.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement}`, [
       new Date(),
+      true,
     ]);
     const historyScans: { 'Actual Rows': number; 'Actual Loops': number }[] = [];
     const walk = (node: Record<string, unknown>) => {

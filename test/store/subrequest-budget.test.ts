@@ -38,6 +38,27 @@ describe.each(DRIVER_NAMES)('the subrequest budget, through %s', (driverName) =>
     expect(report.delivered).toBeGreaterThan(10);
   });
 
+  it('a drain that records its run keeps a subrequest for the record and still stays within a budget of 10', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    await outbox.enqueue(driver.db, messages(100));
+    const counted = countingExecutor(driver.db);
+    const sender = recordingSender();
+    const report = await drainOnce({
+      store: outbox.store(counted),
+      senders: { 'test.kind': sender.send },
+      subrequestBudget: 10,
+      batchSize: 25,
+      prefetch: false,
+      recordRun: true,
+    });
+    // One claim, one settle and the record leave seven sends (eight without a record: the
+    // budget's every subrequest, as in the next test).
+    expect(report).toMatchObject({ claimed: 7, delivered: 7, released: 0, stopReason: 'budget' });
+    expect(counted.statements + sender.calls.length).toBe(10);
+    expect(report.roundTrips).toBe(counted.statements);
+    expect(await store.drainRuns()).toMatchObject([{ errorCode: null, runs: 1 }]);
+  });
+
   it('claims no more rows than the budget leaves room to send', async () => {
     const { outbox, store } = await freshOutbox(driver);
     await outbox.enqueue(driver.db, messages(100));

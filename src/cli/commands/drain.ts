@@ -177,7 +177,7 @@ async function runDrain(args: DrainArguments, context: CommandContext): Promise<
       budgetMs: budgetMs ?? DEFAULT_TICK_BUDGET_MS,
       signal: io.signal ?? new AbortController().signal,
       onTick: async (report, tick) => {
-        const { lagMs } = await store.stats(new Date());
+        const { lagMs } = await store.stats(new Date(), { deadHeadBlocks: tuning.deadHeadBlocks });
         if (args.json) writeJson(io.stdout, { type: 'tick', tick, ...report, lagMs });
         else
           writeLine(

@@ -14,14 +14,15 @@ export const statsCommand = defineCommand({
   summary: 'count messages by state and show the delivery lag',
   usage: '[--json]',
   details: [
-    'Lag is the age of the oldest message that is due and not being delivered: how far behind the drains are.',
+    'Lag is the age of the oldest message a drain could take now and has not: how far behind the drains are.',
+    'Held messages are due but wait behind an unfinished earlier message of their ordering key (a dead one too, with deadHeadBlocks); they are counted apart, not as due and not in the lag.',
   ],
   flags: { json: JSON_FLAG },
   parse: (input): StatsArguments => ({ json: input.has('json') }),
   async run(args, { io, config }) {
     const outbox = outboxFromEnv(io.env, config);
     const stats = await withDatabase({ io, config }, outbox, ({ store }) =>
-      store.stats(new Date()),
+      store.stats(new Date(), { deadHeadBlocks: config.drain?.deadHeadBlocks }),
     );
     if (args.json) {
       writeJson(io.stdout, stats);
@@ -35,7 +36,13 @@ export const statsCommand = defineCommand({
     writeLine(
       io.stdout,
       formatTable([
-        ['pending', String(stats.pending), `${stats.due} due now`],
+        [
+          'pending',
+          String(stats.pending),
+          stats.held > 0
+            ? `${stats.due} due now, ${stats.held} held by ordering key`
+            : `${stats.due} due now`,
+        ],
         [
           'claimed',
           String(inFlight),
