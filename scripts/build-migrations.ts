@@ -31,15 +31,17 @@ export async function renderMigrationsModule(
     .map((entry) => entry.name)
     .sort();
   const entries: string[] = [];
-  for (const [index, fileName] of names.entries()) {
+  // Versions only increase; a gap is allowed, since branches that each add a migration take
+  // their numbers ahead of merging (migrate applies whatever is missing, in order).
+  let previous = 0;
+  for (const fileName of names) {
     const match = FILE_PATTERN.exec(fileName);
     if (!match) throw new Error(`${set.folder}/${fileName}: expected NNNN_name.sql`);
     const version = Number(match[1]);
-    if (version !== index + 1) {
-      throw new Error(
-        `${set.folder}/${fileName}: expected version ${index + 1}; versions have gaps`,
-      );
+    if (version <= previous) {
+      throw new Error(`${set.folder}/${fileName}: version ${version} is not above ${previous}`);
     }
+    previous = version;
     const sql = await readFile(`${folder}/${fileName}`, 'utf8');
     entries.push(
       `  {\n    version: ${version},\n    name: ${JSON.stringify(match[2])},\n    sql: ${JSON.stringify(sql)},\n  },`,
