@@ -110,7 +110,8 @@ export interface ReplayOptions {
   budgetMs?: number;
   /** Aborting stops before the next batch; the batches done stay done. */
   signal?: AbortSignal;
-  onProgress?: (progress: ReplayProgress) => void;
+  /** After each batch; the next batch waits for a returned promise. */
+  onProgress?: (progress: ReplayProgress) => void | Promise<void>;
   clock?: Clock;
   /** Waits `ms` or until `signal` aborts. Default: a timer. */
   pause?: (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -233,7 +234,7 @@ export async function replayMessages(options: ReplayOptions): Promise<ReplayRepo
       report.batches += 1;
       if (step.lastId !== null) report.lastId = step.lastId;
       cursor = step.next;
-      options.onProgress?.({
+      await options.onProgress?.({
         matched,
         replayed: report.replayed,
         batches: report.batches,

@@ -43,11 +43,8 @@ export class PostgresReplayStore implements ReplayStore {
     let last = BigInt(String(row.high));
     if (selection.ids) {
       const ids = selection.ids.map(BigInt);
-      after = max(after, ids.reduce((a, b) => (a < b ? a : b)) - 1n);
-      last = min(
-        last,
-        ids.reduce((a, b) => (a > b ? a : b)),
-      );
+      after = max(after, ids.reduce(min) - 1n);
+      last = min(last, ids.reduce(max));
     }
     if (selection.afterId !== undefined) after = max(after, BigInt(selection.afterId));
     return after < last ? encode({ after, last }) : null;

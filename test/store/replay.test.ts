@@ -241,7 +241,9 @@ describe('replay', () => {
       requestedBy: 'tester',
       ratePerSecond: 50,
       batchSize: 20,
-      onProgress: (progress) => seen.push(progress),
+      onProgress: (progress) => {
+        seen.push(progress);
+      },
     });
     expect(report.replayed).toBe(60);
     // Batch n starts once (n - 1) batches fit the rate: the third after 800 ms.
