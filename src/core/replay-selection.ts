@@ -17,7 +17,7 @@ export const REPLAY_STATES: readonly ReplayState[] = ['dead', 'delivered'];
  */
 export interface ReplaySelection {
   state: ReplayState;
-  kinds?: string[];
+  kinds?: readonly string[];
   /**
    * Where the message goes. A webhook (a payload with a string `url`): its URL without the
    * scheme starts with this (`hooks.example.com/orders`; a scheme given here is dropped). An
@@ -25,14 +25,14 @@ export interface ReplaySelection {
    * (`@example.com`). Compared without regard to case.
    */
   destination?: string;
-  orderingKeys?: string[];
+  orderingKeys?: readonly string[];
   /** The last error contains this text, without regard to case; `%` and `_` are plain text. */
   errorContains?: string;
   /** `dead_at` (dead) or `delivered_at` (delivered) at or after this. */
   since?: Date;
   /** ... and before this. */
   until?: Date;
-  ids?: string[];
+  ids?: readonly string[];
   /** Only ids above this one: where a stopped replay left off (its `lastId`). */
   afterId?: string;
 }
