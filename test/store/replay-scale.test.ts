@@ -10,6 +10,7 @@ import { replayMessages } from '../../src/core/replay.js';
 import { useTestDatabase } from '../support/database.js';
 import { freshOutbox, recordingSender } from '../support/drain-fixtures.js';
 import { useDriver } from '../support/drivers.js';
+import { insertHistory } from '../support/history.js';
 import { insertDeadMessages } from '../support/replay-fixtures.js';
 import { timedExecutor } from '../support/timed-executor.js';
 
@@ -111,5 +112,47 @@ describe('replay at 100,000 dead messages', () => {
       senders: { 'test.kind': sender.send },
     });
     expect(sender.calls.map((call) => call.key).sort()).toEqual([...keys].sort());
+  });
+});
+
+describe('resend at 100,000 delivered messages', () => {
+  it('takes them out of history in statements under 1 s each, back into messages under their ids and keys', async () => {
+    const { outbox, schema } = await freshOutbox(driver);
+    await insertHistory(
+      database.pool,
+      schema,
+      `(SELECT g AS id, gen_random_uuid() AS key, 'test.kind' AS kind,
+          jsonb_build_object('url', 'https://hooks.example.com/orders/' || g) AS payload,
+          'customer-' || (g % 1000) AS ordering_key, 1 AS attempts, 10 AS max_attempts,
+          now() AS due_at, NULL::text AS last_error, now() AS created_at,
+          now() - interval '1 hour' AS delivered_at, g / 100 AS settle
+        FROM generate_series(1, $1::int) AS g) history`,
+      'settle',
+      [MATCHING],
+    );
+    await database.pool.query(
+      `CREATE TABLE ${schema}.before_resend AS SELECT id, key FROM ${schema}.delivered_messages`,
+    );
+    const timed = timedExecutor(driver.db);
+    const report = await replayMessages({
+      store: outbox.store(timed.db).replays(),
+      selection: { state: 'delivered', destination: 'hooks.example.com/orders' },
+      requestedBy: 'scale',
+      ratePerSecond: 100_000,
+      batchSize: 5000,
+    });
+    expect(report).toMatchObject({ matched: MATCHING, replayed: MATCHING, outcome: 'finished' });
+    const slowest = timed.statements.reduce((a, b) => (a.ms > b.ms ? a : b));
+    console.log(
+      `resend of ${MATCHING}: ${timed.statements.length} statements, slowest ${Math.round(slowest.ms)} ms`,
+    );
+    expect(slowest.ms).toBeLessThan(STATEMENT_LIMIT_MS);
+    const { rows } = await database.pool.query(
+      `SELECT (SELECT count(*)::int FROM ${schema}.before_resend b
+               JOIN ${schema}.messages m ON m.id = b.id AND m.key = b.key
+               WHERE m.state = 'pending' AND m.attempts = 0) AS kept,
+              (SELECT coalesce(sum(size), 0)::int FROM ${schema}.delivered_groups) AS left_in_history`,
+    );
+    expect(rows[0]).toEqual({ kept: MATCHING, left_in_history: 0 });
   });
 });

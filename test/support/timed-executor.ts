@@ -7,6 +7,7 @@ import type { SqlExecutor } from '../../src/core/ports.js';
 export interface TimedStatement {
   /** The statement's first line of SQL, trimmed: enough to tell them apart. */
   text: string;
+  params: unknown[] | undefined;
   ms: number;
 }
 
@@ -24,7 +25,7 @@ export function timedExecutor(inner: SqlExecutor): {
           return await inner.query(text, params);
         } finally {
           const first = text.trim().split('\n')[0] ?? '';
-          statements.push({ text: first.trim(), ms: performance.now() - started });
+          statements.push({ text: first.trim(), params, ms: performance.now() - started });
         }
       },
     },
