@@ -165,7 +165,9 @@ export async function countReplay(
  *
  * @example
  * const report = await replayMessages({
- *   store, selection: { state: 'dead', kinds: ['webhook'] }, requestedBy: 'ada',
+ *   store: store.replays(),
+ *   selection: { state: 'dead', kinds: ['webhook'] },
+ *   requestedBy: 'ada',
  * });
  */
 export async function replayMessages(options: ReplayOptions): Promise<ReplayReport> {

@@ -70,6 +70,27 @@ function sampleOf(x: string): string {
           'orderingKey', ${x}.ordering_key, 'lastError', left(${x}.last_error, 200))`;
 }
 
+/** The first $11 matches in messages in `state` (dead or delivered, kept by a dedupe key). */
+function firstInMessages(messages: string, state: 'dead' | 'delivered'): string {
+  return `
+        SELECT m.id FROM ${messages} m
+        WHERE m.state = '${state}' AND ${matches('m', `m.${state}_at`)}
+        ORDER BY m.id LIMIT $11
+      `;
+}
+
+/**
+ * The end of both replay statements: `done` (the ids replayed) added to audit row $12, and the
+ * one row the store reads: how many were replayed, the last of them, and how far `chosen` read.
+ */
+function auditedAndReported(replays: string): string {
+  return `audited AS (
+        UPDATE ${replays} SET replayed = replayed + (SELECT count(*) FROM done) WHERE id = $12
+      )
+      SELECT (SELECT count(*) FROM done) AS replayed, (SELECT max(id) FROM done)::text AS last_id,
+        (SELECT count(*) FROM chosen) AS chosen, (SELECT max(id) FROM chosen)::text AS last_chosen`;
+}
+
 export interface ReplayStatements {
   readDeadBounds: string;
   readDeliveredBounds: string;
@@ -136,21 +157,13 @@ export function replayStatements(quotedSchema: string): ReplayStatements {
      * meanwhile is not counted. chosen and last_chosen say how far the stretch was read.
      */
     replayDeadStretch: `
-      WITH chosen AS (
-        SELECT m.id FROM ${messages} m
-        WHERE m.state = 'dead' AND ${matches('m', 'm.dead_at')}
-        ORDER BY m.id LIMIT $11
-      ),
+      WITH chosen AS (${firstInMessages(messages, 'dead')}),
       done AS (
         UPDATE ${messages} m SET state = 'pending', attempts = 0, due_at = $10, dead_at = NULL
         WHERE m.id = ANY(ARRAY(SELECT id FROM chosen)) AND m.state = 'dead'
         RETURNING m.id
       ),
-      audited AS (
-        UPDATE ${replays} SET replayed = replayed + (SELECT count(*) FROM done) WHERE id = $12
-      )
-      SELECT (SELECT count(*) FROM done) AS replayed, (SELECT max(id) FROM done)::text AS last_id,
-        (SELECT count(*) FROM chosen) AS chosen, (SELECT max(id) FROM chosen)::text AS last_chosen`,
+      ${auditedAndReported(replays)}`,
 
     /**
      * $1 to $9, $10 now, $11 limit, $12 audit row: up to $11 delivered matches of the stretch
@@ -163,11 +176,7 @@ export function replayStatements(quotedSchema: string): ReplayStatements {
      * into the audit row in the same statement.
      */
     resendDeliveredStretch: `
-      WITH live AS (
-        SELECT m.id FROM ${messages} m
-        WHERE m.state = 'delivered' AND ${matches('m', 'm.delivered_at')}
-        ORDER BY m.id LIMIT $11
-      ),
+      WITH live AS (${firstInMessages(messages, 'delivered')}),
       archived AS (
         SELECT h.*, g.id AS group_id FROM ${historyInStretch(groups)}
           AND ${matches('h', 'g.delivered_at')}
@@ -207,11 +216,7 @@ export function replayStatements(quotedSchema: string): ReplayStatements {
         RETURNING id
       ),
       done AS (SELECT id FROM reopened UNION ALL SELECT id FROM restored),
-      audited AS (
-        UPDATE ${replays} SET replayed = replayed + (SELECT count(*) FROM done) WHERE id = $12
-      )
-      SELECT (SELECT count(*) FROM done) AS replayed, (SELECT max(id) FROM done)::text AS last_id,
-        (SELECT count(*) FROM chosen) AS chosen, (SELECT max(id) FROM chosen)::text AS last_chosen`,
+      ${auditedAndReported(replays)}`,
 
     /** $1 requested by, $2 started, $3 finished or null, $4 selection, $5 dry run, $6 matched, $7 outcome. */
     insertReplayAudit: `
