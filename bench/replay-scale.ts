@@ -68,7 +68,7 @@ try {
       selection,
       requestedBy: 'bench',
       ratePerSecond: 100_000,
-      batchSize: 5000,
+      batchSize: Number(process.env.REPLAY_SCALE_BATCH ?? 2000),
       onProgress: () => {
         const { rss, heapUsed } = process.memoryUsage();
         memory.push({ rss, heap: heapUsed });

@@ -197,7 +197,7 @@ export function replayStatements(quotedSchema: string): ReplayStatements {
       -- The chosen of history: those up to the last chosen id (ids are unique across both
       -- sides). A comparison with one value, not a join with chosen: a prepared statement's
       -- generic plan estimates each CTE at one row and joined the two in a nested loop, 3 s
-      -- for a batch of 5,000 (docs/replay.md).
+      -- for a batch of 5,000 (docs/replay.md, "Measured").
       leaving AS (
         SELECT a.* FROM archived a WHERE a.id <= (SELECT max(id) FROM chosen)
       ),

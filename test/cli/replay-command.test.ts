@@ -105,8 +105,8 @@ describe('outbox replay', () => {
       '--rate: expected a whole number from 1 to 100000',
     ],
     [
-      ['--state', 'dead', '--execute', '--batch-size', '5001'],
-      '--batch-size: expected a whole number from 1 to 5000',
+      ['--state', 'dead', '--execute', '--batch-size', '2001'],
+      '--batch-size: expected a whole number from 1 to 2000',
     ],
     [['--state', 'dead', '--by', ''], '--by: expected a name of 1 to 200 characters'],
   ])('refuses %j with exit 2 naming the flag, writing nothing', async (argv, message) => {

@@ -60,7 +60,7 @@ describe('replay at 100,000 dead messages', () => {
       selection,
       requestedBy: 'scale',
       ratePerSecond: 100_000,
-      batchSize: 5000,
+      batchSize: 2000,
       onProgress: () => {
         const usage = process.memoryUsage();
         memory.push({ rss: usage.rss, heap: usage.heapUsed });
@@ -139,7 +139,7 @@ describe('resend at 100,000 delivered messages', () => {
       selection: { state: 'delivered', destination: 'hooks.example.com/orders' },
       requestedBy: 'scale',
       ratePerSecond: 100_000,
-      batchSize: 5000,
+      batchSize: 2000,
     });
     expect(report).toMatchObject({ matched: MATCHING, replayed: MATCHING, outcome: 'finished' });
     const slowest = timed.statements.reduce((a, b) => (a.ms > b.ms ? a : b));

@@ -3,7 +3,7 @@ import { drainOnce } from '../../src/core/drain.js';
 import { countReplay, replayMessages } from '../../src/core/replay.js';
 import type { ReplaySelection } from '../../src/core/replay-selection.js';
 import { useTestDatabase } from '../support/database.js';
-import { freshOutbox, recordingSender } from '../support/drain-fixtures.js';
+import { fakeClock, freshOutbox, recordingSender } from '../support/drain-fixtures.js';
 import { useDriver } from '../support/drivers.js';
 import { auditRows, insertDeadMessages, stateCounts } from '../support/replay-fixtures.js';
 
@@ -249,6 +249,42 @@ describe('replay', () => {
     // Batch n starts once (n - 1) batches fit the rate: the third after 800 ms.
     expect(seen.map((each) => each.replayed)).toEqual([20, 40, 60]);
     expect(seen[2]!.elapsedMs).toBeGreaterThanOrEqual(800);
+  });
+
+  it('paces batches by the rate on its clock, and stops before a batch the budget cannot start', async () => {
+    const { schema, store } = await freshOutbox(driver);
+    await insertDeadMessages(database.pool, schema, 100);
+    const clock = fakeClock();
+    const pauses: number[] = [];
+    const starts: number[] = [];
+    const t0 = clock.now().getTime();
+    const report = await replayMessages({
+      store: store.replays(),
+      selection: { state: 'dead' },
+      requestedBy: 'tester',
+      ratePerSecond: 20,
+      batchSize: 10,
+      budgetMs: 2_000,
+      clock,
+      pause: async (ms) => {
+        pauses.push(ms);
+        clock.advance(ms);
+      },
+      onProgress: (progress) => {
+        starts.push(progress.elapsedMs);
+      },
+    });
+    // 10 per batch at 20 a second: a batch every 500 ms; the fifth would start at 2,000 ms.
+    expect(pauses).toEqual([500, 500, 500]);
+    expect(starts.map((at) => at - (starts[0] ?? 0))).toEqual([0, 500, 1000, 1500]);
+    expect(report).toMatchObject({
+      replayed: 40,
+      batches: 4,
+      outcome: 'stopped',
+      stoppedBy: 'budget',
+    });
+    expect(clock.now().getTime() - t0).toBe(1500);
+    expect(await stateCounts(database.pool, schema)).toEqual({ dead: 60, pending: 40 });
   });
 
   it('lists audit rows newest first', async () => {
