@@ -44,10 +44,12 @@ try {
   await pool.query('VACUUM ANALYZE outbox.messages, outbox.delivered_groups');
   console.log(`${messages} dead and ${messages} delivered written in ${ms(started)}`);
 
+  const only = process.env.REPLAY_SCALE_ONLY;
   for (const selection of [
     { state: 'dead', destination: 'hooks.example.com/orders' },
     { state: 'delivered', destination: 'hooks.example.com/orders' },
   ] satisfies ReplaySelection[]) {
+    if (only !== undefined && only !== selection.state) continue;
     const timed = timedExecutor(
       pgExecutor(pool, { prepare: process.env.REPLAY_SCALE_PREPARE !== '0' }),
     );
@@ -75,13 +77,16 @@ try {
       },
     });
     const slowest = (list: { ms: number }[]) => Math.max(...list.map((each) => each.ms));
+    const sorted = timed.statements.map((each) => each.ms).sort((a, b) => a - b);
+    const at = (share: number) => Math.round(sorted[Math.floor(share * (sorted.length - 1))] ?? 0);
     const band = (values: number[]) =>
       `${mb(Math.min(...values))} to ${mb(Math.max(...values))} MB`;
     console.log(
       `${selection.state}: dry run ${dry.matched} matched in ${Math.round(dryMs)} ms ` +
         `(${dryStatements.length} statements, slowest ${Math.round(slowest(dryStatements))} ms); ` +
         `replayed ${report.replayed} in ${ms(started)}, ${report.batches} batches, ` +
-        `${timed.statements.length} statements, slowest ${Math.round(slowest(timed.statements))} ms; ` +
+        `${timed.statements.length} statements, median ${at(0.5)} ms, p99 ${at(0.99)} ms, ` +
+        `slowest ${Math.round(slowest(timed.statements))} ms; ` +
         `rss ${band(memory.map((each) => each.rss))}, heap ${band(memory.map((each) => each.heap))}`,
     );
     if (process.env.REPLAY_SCALE_SLOW) {

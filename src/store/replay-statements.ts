@@ -15,9 +15,9 @@
  */
 
 /**
- * Ids per stretch: 10,000 rows of messages by primary key, or the groups holding 10,000 ids of
- * history, take a few ms to read here (docs/replay.md), far under the 1 s any one statement may
- * take, and a walk over a million ids is a hundred statements.
+ * Ids per stretch: counting 10,000 rows of messages by primary key, or the groups holding 10,000
+ * ids of history, stays far under the 1 s any one statement may take (docs/replay.md,
+ * "Measured"), and a walk over a million ids is a hundred statements.
  */
 export const REPLAY_WINDOW_IDS = 10_000n;
 
