@@ -10,7 +10,9 @@ import { createOutbox } from '../../src/outbox.js';
 import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
 import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import { useTestDatabase } from '../support/database.js';
+import { recordingSender } from '../support/drain-fixtures.js';
 import { type LoopbackServer, startLoopbackServer } from '../support/loopback-http.js';
+import { insertDeadMessages } from '../support/replay-fixtures.js';
 
 const database = useTestDatabase();
 let receiver: LoopbackServer;
@@ -143,5 +145,49 @@ describe('replay keeps per-key order and keys, through real drains and a real re
     await drain();
     expect(arrivals(from, 'd')).toEqual(['d/1', 'd/2', 'd/3']);
     expect(accepted.slice(from).map((each) => each.key)).toEqual(keys);
+  });
+
+  it('a redrive of 2,000 dead messages over 50 keys, with drains running all along, sends each once in id order per key', async () => {
+    schemas += 1;
+    const schema = `replay_order_${schemas}`;
+    const outbox = createOutbox({ schema, kinds: { 'test.kind': true } });
+    const db = pgExecutor(database.pool);
+    await outbox.migrate(db);
+    await insertDeadMessages(database.pool, schema, 2000, { orderingKey: "'k-' || (g % 50)" });
+    const { rows } = await database.pool.query(
+      `SELECT id::int AS id, key::text AS key, ordering_key::text AS ordering_key FROM ${schema}.messages`,
+    );
+    const byKey = new Map(rows.map((row) => [row.key as string, row]));
+    const sender = recordingSender();
+    const store = outbox.store(db);
+    let replaying = true;
+    const drains = (async () => {
+      for (;;) {
+        const report = await drainOnce({
+          store,
+          senders: { 'test.kind': sender.send },
+          concurrency: 10,
+        });
+        if (!replaying && report.claimed === 0) return;
+      }
+    })();
+    const report = await replayMessages({
+      store: store.replays(),
+      selection: { state: 'dead' },
+      requestedBy: 'tester',
+      batchSize: 100,
+      ratePerSecond: 4000,
+    });
+    replaying = false;
+    await drains;
+    expect(report.replayed).toBe(2000);
+    expect(sender.calls).toHaveLength(2000);
+    expect(new Set(sender.calls.map((call) => call.key)).size).toBe(2000);
+    const sent = new Map<string, number[]>();
+    for (const call of sender.calls) {
+      const row = byKey.get(call.key)!;
+      sent.set(row.ordering_key, [...(sent.get(row.ordering_key) ?? []), row.id]);
+    }
+    for (const ids of sent.values()) expect(ids).toEqual([...ids].sort((a, b) => a - b));
   });
 });
