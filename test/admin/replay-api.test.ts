@@ -76,6 +76,26 @@ describe('the replay API', () => {
     ]);
   });
 
+  it('GET /replays pages newest first by nextBefore', async () => {
+    await insertDeadMessages(database.pool, 'outbox', 1);
+    const app = mountAdmin(database);
+    for (const by of ['one', 'two', 'three']) {
+      await app.request('/admin/replays/dry-run', post({ selection: { state: 'dead' }, by }));
+    }
+    const first = await (await app.request('/admin/replays?limit=2', { headers: auth })).json();
+    expect(first.replays.map((row: { requestedBy: string }) => row.requestedBy)).toEqual([
+      'three via admin api (bearer token)',
+      'two via admin api (bearer token)',
+    ]);
+    const rest = await (
+      await app.request(`/admin/replays?limit=2&before=${first.nextBefore}`, { headers: auth })
+    ).json();
+    expect(rest.replays.map((row: { requestedBy: string }) => row.requestedBy)).toEqual([
+      'one via admin api (bearer token)',
+    ]);
+    expect(rest.nextBefore).toBeNull();
+  });
+
   it('a selection that matches nothing writes nothing', async () => {
     await insertDeadMessages(database.pool, 'outbox', 2);
     const app = mountAdmin(database);
