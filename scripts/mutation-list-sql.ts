@@ -13,6 +13,8 @@ import {
 const STATEMENTS = 'src/store/statements.ts';
 const CLAIM_STATEMENTS = 'src/store/claim-statements.ts';
 const OPERATOR_STATEMENTS = 'src/store/operator-statements.ts';
+const REPLAY_STATEMENTS = 'src/store/replay-statements.ts';
+const REPLAY_ORDER_TEST = 'test/store/replay-order.test.ts';
 const SKIP_LOCKED_TEST: NamedTest = {
   file: 'test/store/skip-locked.test.ts',
   name: 'a drain delivers the other due rows at once while another transaction holds one',
@@ -363,6 +365,78 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
       {
         file: 'test/store/held-stats.test.ts',
         name: 'a dead head holding five followers while drains are healthy makes them held, not due, and no lag',
+      },
+    ],
+  },
+  {
+    name: 'a replay walks a stretch newest first',
+    row: 30,
+    edits: [
+      {
+        file: REPLAY_STATEMENTS,
+        find: 'ORDER BY h.id LIMIT $11',
+        replace: 'ORDER BY h.id DESC LIMIT $11',
+      },
+      {
+        file: REPLAY_STATEMENTS,
+        find: 'ORDER BY id LIMIT $11',
+        replace: 'ORDER BY id DESC LIMIT $11',
+      },
+    ],
+    tests: [
+      {
+        file: REPLAY_ORDER_TEST,
+        name: 'a resent follower never passes its resent head, however drains interleave with batches',
+      },
+    ],
+  },
+  {
+    name: 'a resend gives the message a new id',
+    row: 30,
+    edits: [{ file: REPLAY_STATEMENTS, find: "  ['id', 'a.id'],\n", replace: '' }],
+    tests: [
+      {
+        file: REPLAY_ORDER_TEST,
+        name: 'a resent delivered head goes before a follower enqueued after it, under its original key',
+      },
+    ],
+  },
+  {
+    name: 'a redrive gives the message a new key',
+    row: 31,
+    edits: [
+      {
+        file: REPLAY_STATEMENTS,
+        find: "SET state = 'pending', attempts = 0, due_at = $10, dead_at = NULL",
+        replace:
+          "SET key = gen_random_uuid(), state = 'pending', attempts = 0, due_at = $10, dead_at = NULL",
+      },
+    ],
+    tests: [
+      {
+        file: REPLAY_ORDER_TEST,
+        name: 'redriven dead heads go out before the followers they held, under their original keys',
+      },
+    ],
+  },
+  {
+    name: 'a resend gives the message a new key',
+    row: 31,
+    edits: [
+      {
+        file: REPLAY_STATEMENTS,
+        find: "['key', 'a.key']",
+        replace: "['key', 'gen_random_uuid()']",
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/replay.test.ts',
+        name: 'resends delivered messages: out of their history group, back into messages with id and key, and dedupe-kept rows in place',
+      },
+      {
+        file: REPLAY_ORDER_TEST,
+        name: 'a resent follower never passes its resent head, however drains interleave with batches',
       },
     ],
   },

@@ -8,6 +8,7 @@
  * - `POST /messages/:id/retry`, `POST /messages/retry-dead?kind=`, `DELETE /messages/:id`.
  * - `POST /drain` `{ maxMessages?, budgetMs? }`: a bounded drain now (503 without `drain`).
  * - `GET /metrics`: Prometheus text.
+ * - Replay (`/replays`, `/replays/dry-run`): in replay-routes.ts.
  */
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { isValidationError } from '../core/errors.js';

@@ -1,7 +1,37 @@
 // `outbox-relay/admin`: the admin API, metrics and dashboard as a Hono app to mount in yours.
 
+// Replay and redrive: what the admin's routes (and the dashboard) run, for your own tools too.
+export {
+  countReplay,
+  DEFAULT_REPLAY_BATCH_SIZE,
+  DEFAULT_REPLAY_RATE_PER_SECOND,
+  MAX_REPLAY_BATCH_SIZE,
+  MAX_REPLAY_RATE_PER_SECOND,
+  REPLAY_SAMPLE_SIZE,
+  type ReplayAudit,
+  type ReplayCursor,
+  type ReplayOptions,
+  type ReplayOutcome,
+  type ReplayProgress,
+  type ReplayReport,
+  type ReplaySampleMessage,
+  type ReplayStore,
+  replayMessages,
+} from '../core/replay.js';
+export {
+  checkReplaySelection,
+  MAX_SELECTION_VALUES,
+  REPLAY_STATES,
+  type ReplaySelection,
+  type ReplayState,
+} from '../core/replay-selection.js';
 export { type ErrorBody, errorResponse, type Issue, pathOfField } from '../http/json-errors.js';
 export type { DrainRunTotals, OutcomeTotals } from '../store/metric-statements.js';
+export {
+  DEFAULT_REPLAY_AUDIT_LIMIT,
+  MAX_REPLAY_AUDIT_LIMIT,
+  type PostgresReplayStore,
+} from '../store/replay-store.js';
 export {
   ADMIN_CSP,
   type AdminBearerAuthOptions,
@@ -41,3 +71,7 @@ export {
 } from './login-throttle.js';
 export { type HourTotals, type MetricsSnapshot, prometheusText, readMetrics } from './metrics.js';
 export { outboxAdmin } from './outbox-admin.js';
+export {
+  ADMIN_REPLAY_DEFAULT_BUDGET_MS,
+  ADMIN_REPLAY_MAX_BUDGET_MS,
+} from './replay-routes.js';

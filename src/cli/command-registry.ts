@@ -9,6 +9,7 @@ import { enqueueCommand } from './commands/enqueue.js';
 import { listCommand } from './commands/list.js';
 import { migrateCommand } from './commands/migrate.js';
 import { purgeCommand } from './commands/purge.js';
+import { replayCommand } from './commands/replay.js';
 import { retryCommand } from './commands/retry.js';
 import { statsCommand } from './commands/stats.js';
 
@@ -19,6 +20,7 @@ export const COMMANDS = [
   listCommand,
   retryCommand,
   discardCommand,
+  replayCommand,
   purgeCommand,
   enqueueCommand,
 ] as const;

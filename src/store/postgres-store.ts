@@ -42,6 +42,7 @@ import {
   type OutcomeTotals,
   outcomeTotalsFromRow,
 } from './metric-statements.js';
+import { PostgresReplayStore } from './replay-store.js';
 import { DEFAULT_SCHEMA, quoteSchema } from './schema-name.js';
 import { type OutboxStatements, outboxStatements } from './statements.js';
 
@@ -286,6 +287,11 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
   async retryAllDead(now: Date, options: { kind?: string } = {}): Promise<number> {
     const result = await this.db.query(this.sql.retryAllDead, [now, options.kind ?? null]);
     return result.rowCount;
+  }
+
+  /** Replay and redrive over this outbox, and its audit (`replayMessages` in core/replay.ts). */
+  replays(): PostgresReplayStore {
+    return new PostgresReplayStore(this.db, quoteSchema(this.schema));
   }
 
   /**

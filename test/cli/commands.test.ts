@@ -38,6 +38,7 @@ const DATABASE_COMMANDS: string[][] = [
   ['list', '--state', 'dead'],
   ['retry', '1'],
   ['discard', '1'],
+  ['replay', '--state', 'dead'],
   ['purge', '--older-than', '7d'],
   ['enqueue', '--kind', 'webhook', '--payload', '{"url":"https://example.com/","body":{}}'],
 ];

@@ -45,7 +45,7 @@ beforeAll(async () => {
 });
 
 type Counts = Record<
-  'users' | 'orders' | 'items' | 'endpoints' | 'messages' | 'keys' | 'skips',
+  'users' | 'orders' | 'items' | 'endpoints' | 'messages' | 'replays' | 'keys' | 'skips',
   number
 >;
 
@@ -56,6 +56,7 @@ async function rowCounts(): Promise<Counts> {
            (SELECT count(*)::int FROM app.order_items) AS items,
            (SELECT count(*)::int FROM app.webhook_endpoints) AS endpoints,
            (SELECT count(*)::int FROM outbox.all_messages) AS messages,
+           (SELECT count(*)::int FROM outbox.replays) AS replays,
            (SELECT count(*)::int FROM app.idempotency_keys) AS keys,
            (SELECT coalesce(sum(skip_count), 0)::int FROM app.webhook_endpoints) AS skips`);
   return rows[0] as Counts;
@@ -177,6 +178,8 @@ describe('every route under hostile requests', () => {
       '/admin/messages/retry-dead',
       '/admin/messages/1',
       '/admin/drain',
+      '/admin/replays',
+      '/admin/replays/dry-run',
       '/admin/metrics',
       '/admin/migrate',
     );
