@@ -89,13 +89,28 @@ function sampleTable(
   </table></div>`;
 }
 
-/** A selection's fields as the audit keeps them, one per line. */
+/** A selection's fields as the audit keeps them, the state first, each value as text. */
+function selectionEntries(selection: Record<string, unknown>): [string, string][] {
+  const { state, ...rest } = selection;
+  return [['state', state], ...Object.entries(rest)].map(([name, value]) => [
+    String(name),
+    Array.isArray(value) ? value.join(', ') : String(value),
+  ]);
+}
+
+/** One field per line: a replay's own page. */
 function selectionList(selection: Record<string, unknown>): Markup {
-  const entries = Object.entries(selection).map(
-    ([name, value]) =>
-      html`<dt>${name}</dt><dd><code>${Array.isArray(value) ? value.join(', ') : String(value)}</code></dd>`,
+  const entries = selectionEntries(selection).map(
+    ([name, value]) => html`<dt>${name}</dt><dd><code>${value}</code></dd>`,
   );
   return html`<dl class="fields selection">${entries}</dl>`;
+}
+
+/** On one line: a row of the replays table. */
+function selectionWords(selection: Record<string, unknown>): Markup {
+  return html`${selectionEntries(selection).map(
+    ([name, value]) => html`<code>${name}: ${value}</code> `,
+  )}`;
 }
 
 /** `GET /dashboard/replays/:id`: one replay's row; a stopped one with `lastId` can go on. */
@@ -177,7 +192,7 @@ export function replaysPage(frame: PageFrame, view: ReplaysView): Markup {
       <td class="num"><a href="${paths.replay(audit.id)}">${audit.id}</a></td>
       <td class="nowrap">${timeCell(audit.startedAt, now)}</td>
       <td>${audit.requestedBy}</td>
-      <td class="selection"><code>${JSON.stringify(audit.selection)}</code></td>
+      <td class="selection">${selectionWords(audit.selection)}</td>
       <td class="num">${formatCount(audit.matched)}</td>
       <td class="num">${formatCount(audit.replayed)}</td>
       <td>${outcomeBadge(audit)}</td>
