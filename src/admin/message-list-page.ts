@@ -70,7 +70,6 @@ const REPLAY_ACTIONS: Partial<Record<MessageState, { selected: string; matching:
 const NO_ACTIONS: Partial<Record<MessageState, string>> = {
   claimed:
     'A claimed message is being sent right now; it can be acted on once its drain settles it.',
-  delivered: 'Delivered messages stay until the purge takes them.',
 };
 
 export function messageListPage(frame: PageFrame, view: MessageListView): Markup {

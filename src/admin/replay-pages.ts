@@ -134,8 +134,8 @@ export function replayResultPage(
       <dt>Requested by</dt><dd>${audit.requestedBy}</dd>
       <dt>Started</dt><dd>${timeCell(audit.startedAt, frame.now)}</dd>
       <dt>Finished</dt><dd>${audit.finishedAt ? timeCell(audit.finishedAt, frame.now) : html`<span class="muted">–</span>`}</dd>
-      <dt>Matched</dt><dd class="num">${formatCount(audit.matched)}</dd>
-      <dt>Replayed</dt><dd class="num">${formatCount(audit.replayed)}</dd>
+      <dt>Matched</dt><dd>${formatCount(audit.matched)}</dd>
+      <dt>Replayed</dt><dd>${formatCount(audit.replayed)}</dd>
     </dl>
     <h3>Selection</h3>
     ${selectionList(audit.selection)}

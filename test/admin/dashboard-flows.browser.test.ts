@@ -6,9 +6,7 @@
  * to test-artifacts/ and checked: its size, and the colour of what it shows (the held note's
  * red, the flash's green), beside DOM assertions made at the same moment.
  */
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
-import type { Locator, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
 import { PermanentDeliveryError } from '../../src/core/errors.js';
@@ -22,11 +20,15 @@ import {
   startBrowserHarness,
 } from '../support/chromium.js';
 import { useTestDatabase } from '../support/database.js';
-import { colourShare, decodePng } from '../support/png.js';
+import { colourShare } from '../support/png.js';
+import {
+  checkedScreenshot,
+  makeScreenshotDir,
+  shotOf,
+  SCREENSHOT_VIEWPORT as VIEWPORT,
+} from '../support/screenshots.js';
 import { ADMIN_TOKEN, KIND, mountAdmin, OTHER_KIND, outbox } from './admin-harness.js';
 
-const ARTIFACTS = join(process.cwd(), 'test-artifacts');
-const VIEWPORT = { width: 1280, height: 900 };
 const ORDERING_KEY = 'customer-42';
 /** The held note's background when a dead head blocks (styles.ts). */
 const DEAD_HEAD_RED = '#fdecec';
@@ -57,7 +59,7 @@ describe('the dashboard flows in a browser', () => {
     const seeded = await seedMessages();
     const app = mountAdmin(database, { kinds: [KIND, OTHER_KIND], clientAddress: () => 'browser' });
     harness = { ...(await startBrowserHarness(app.fetch)), seeded };
-    await mkdir(ARTIFACTS, { recursive: true });
+    await makeScreenshotDir();
   }, CHROMIUM_INSTALL_TIMEOUT_MS);
 
   afterAll(async () => {
@@ -216,25 +218,6 @@ async function seedMessages(): Promise<Seeded> {
     head: rows[5]!.id,
     held: rows.slice(6).map(({ id, key }) => ({ id, key })),
   };
-}
-
-/**
- * A full-page screenshot written to test-artifacts/, checked to be a real picture of the page:
- * as wide as the viewport, at least as tall, and not one flat colour.
- */
-async function checkedScreenshot(page: Page, name: string): Promise<void> {
-  const pixels = decodePng(await page.screenshot({ path: join(ARTIFACTS, name), fullPage: true }));
-  expect(pixels.width, name).toBe(VIEWPORT.width);
-  expect(pixels.height, name).toBeGreaterThanOrEqual(VIEWPORT.height);
-  // The page's grey background covers much of it, but not all: there is something drawn.
-  expect(colourShare(pixels, '#f5f6f8'), name).toBeLessThan(0.95);
-}
-
-/** One element's screenshot, decoded; it must have a size. */
-async function shotOf(locator: Locator) {
-  const pixels = decodePng(await locator.screenshot());
-  expect(pixels.width * pixels.height).toBeGreaterThan(0);
-  return pixels;
 }
 
 async function rowIds(page: Page): Promise<string[]> {
