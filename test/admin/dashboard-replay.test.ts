@@ -124,6 +124,44 @@ describe('replay on the dashboard', () => {
     expect(await auditRows(database.pool, 'outbox')).toEqual([]);
   });
 
+  it('counts by ordering key and time range exactly the rows the list shows for that filter', async () => {
+    await insertDeadMessages(database.pool, 'outbox', 6, {
+      kind: `'${KIND}'`,
+      orderingKey: "'k-' || (g % 2)",
+      deadAt: "now() - g * interval '1 hour'",
+    });
+    const hoursAgo = (hours: number) =>
+      new Date(Date.now() - hours * 3_600_000).toISOString().slice(0, 16);
+    const filter = {
+      state: 'dead',
+      orderingKey: 'k-0',
+      from: hoursAgo(4.5),
+      until: hoursAgo(1.5),
+    };
+    const { app, session } = await signedInApp();
+    const list = await get(
+      app,
+      `/admin/dashboard/messages?${new URLSearchParams(filter)}`,
+      session.cookie,
+    );
+    const listed = sampleIds(list.text);
+    expect(listed).toHaveLength(2);
+    const { text } = await post(
+      app,
+      '/admin/dashboard/replays/dry-run',
+      { csrf: session.csrf, scope: 'matching', ...filter },
+      session.cookie,
+    );
+    expect(text).toContain('data-matched="2"');
+    expect(sampleIds(text)).toEqual([...listed].sort((a, b) => Number(a) - Number(b)));
+    expect(JSON.parse(carried(text).selection)).toEqual({
+      state: 'dead',
+      orderingKeys: ['k-0'],
+      since: `${filter.from}:00.000Z`,
+      until: `${filter.until}:00.000Z`,
+    });
+  });
+
   it('replays what was counted on the second press, keeping ids and keys, and shows its audit row', async () => {
     const { ids, keys } = await deadMessages(database, [
       'HTTP 503 a',
