@@ -1,8 +1,8 @@
 /**
  * Replay on the dashboard through `app.request`: the buttons on the dead and delivered lists and
- * a message's page, the dry run's count and sample, the second press that replays what was
- * counted (and is refused when more match), the bounded run that stops and continues, the
- * Replays page, and every refusal writing nothing.
+ * a message's page, the dry run's count and sample (the list's filter as the selection), the
+ * second press that replays what was counted, the bounded run that stops and continues, and the
+ * Replays page. Refusals are in dashboard-replay-refusals.test.ts.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { DASHBOARD_REPLAYS_PAGE_SIZE } from '../../src/admin/dashboard-replay-routes.js';
@@ -21,6 +21,7 @@ import {
   signIn,
   stateOf,
 } from './admin-harness.js';
+import { carried, getPage, postForm, rowIds } from './replay-page-harness.js';
 
 const database = useTestDatabase();
 beforeEach(async () => {
@@ -28,34 +29,9 @@ beforeEach(async () => {
 });
 const KINDS = [OTHER_KIND, KIND];
 
-type App = ReturnType<typeof mountAdmin>;
-
 async function signedInApp(options: Parameters<typeof mountAdmin>[1] = {}) {
   const app = mountAdmin(database, { kinds: KINDS, ...options });
   return { app, session: await signIn(app) };
-}
-
-async function post(app: App, path: string, fields: Record<string, string>, cookie: string) {
-  const response = await app.request(path, form(fields, { cookie }));
-  return { response, text: await response.text() };
-}
-
-async function get(app: App, path: string, cookie: string) {
-  const response = await app.request(path, { headers: { cookie } });
-  return { status: response.status, text: await response.text() };
-}
-
-/** The confirmation page's hidden fields, as the browser would post them back. */
-function carried(page: string): { selection: string; seen: string } {
-  const selection = /name="selection" value="([^"]*)"/.exec(page)?.[1];
-  const seen = /name="seen" value="([^"]*)"/.exec(page)?.[1];
-  expect(selection, 'the confirmation carries the selection').toBeDefined();
-  const unescaped = selection!.replaceAll('&quot;', '"').replaceAll('&amp;', '&');
-  return { selection: unescaped, seen: seen! };
-}
-
-function sampleIds(page: string): string[] {
-  return [...page.matchAll(/<tr data-message-id="(\d+)"/g)].map((match) => match[1]!);
 }
 
 async function statesOf(ids: string[]): Promise<string[]> {
@@ -76,23 +52,27 @@ describe('replay on the dashboard', () => {
     await deliveredMessages(database, KIND, 1);
     const { app, session } = await signedInApp();
     const dryRun = 'formaction="/admin/dashboard/replays/dry-run"';
-    const dead = await get(app, '/admin/dashboard/messages?state=dead', session.cookie);
+    const dead = await getPage(app, '/admin/dashboard/messages?state=dead', session.cookie);
     expect(dead.text).toContain(`name="scope" value="selected" ${dryRun}>Replay selected…`);
     expect(dead.text).toContain(
       `name="scope" value="matching" ${dryRun} formnovalidate>Replay all that match…`,
     );
-    const delivered = await get(app, '/admin/dashboard/messages?state=delivered', session.cookie);
+    const delivered = await getPage(
+      app,
+      '/admin/dashboard/messages?state=delivered',
+      session.cookie,
+    );
     expect(delivered.text).toContain('<input type="checkbox" name="id"');
     expect(delivered.text).toContain(`name="scope" value="selected" ${dryRun}>Resend selected…`);
     expect(delivered.text).toContain('Resend all that match…');
     expect(delivered.text).not.toContain('Discard selected');
-    const pending = await get(app, '/admin/dashboard/messages?state=pending', session.cookie);
+    const pending = await getPage(app, '/admin/dashboard/messages?state=pending', session.cookie);
     expect(pending.text).not.toContain('/replays/dry-run');
-    const page = await get(app, `/admin/dashboard/messages/${ids[0]}`, session.cookie);
+    const page = await getPage(app, `/admin/dashboard/messages/${ids[0]}`, session.cookie);
     expect(page.text).toContain('<input type="hidden" name="scope" value="selected">');
     expect(page.text).toContain('Replay…</button>');
     // The header links the audit from every signed-in page.
-    expect((await get(app, '/admin', session.cookie)).text).toContain(
+    expect((await getPage(app, '/admin', session.cookie)).text).toContain(
       '<a class="btn" href="/admin/dashboard/replays">Replays</a>',
     );
   });
@@ -100,7 +80,7 @@ describe('replay on the dashboard', () => {
   it('counts all that match the filter first, with a sample, and writes nothing', async () => {
     const { ids } = await deadMessages(database, ['HTTP 503 a', 'HTTP 410 gone', 'HTTP 503 b']);
     const { app, session } = await signedInApp();
-    const { response, text } = await post(
+    const { response, text } = await postForm(
       app,
       '/admin/dashboard/replays/dry-run',
       { csrf: session.csrf, state: 'dead', kind: KIND, error: '503', scope: 'matching' },
@@ -109,7 +89,7 @@ describe('replay on the dashboard', () => {
     expect(response.status).toBe(200);
     expect(text).toContain('data-matched="2"');
     expect(text).toContain('<strong>2 messages</strong> match now.');
-    expect(sampleIds(text)).toEqual([ids[0], ids[2]]);
+    expect(rowIds(text)).toEqual([ids[0], ids[2]]);
     expect(JSON.parse(carried(text).selection)).toEqual({
       state: 'dead',
       kinds: [KIND],
@@ -139,21 +119,21 @@ describe('replay on the dashboard', () => {
       until: hoursAgo(1.5),
     };
     const { app, session } = await signedInApp();
-    const list = await get(
+    const list = await getPage(
       app,
       `/admin/dashboard/messages?${new URLSearchParams(filter)}`,
       session.cookie,
     );
-    const listed = sampleIds(list.text);
+    const listed = rowIds(list.text);
     expect(listed).toHaveLength(2);
-    const { text } = await post(
+    const { text } = await postForm(
       app,
       '/admin/dashboard/replays/dry-run',
       { csrf: session.csrf, scope: 'matching', ...filter },
       session.cookie,
     );
     expect(text).toContain('data-matched="2"');
-    expect(sampleIds(text)).toEqual([...listed].sort((a, b) => Number(a) - Number(b)));
+    expect(rowIds(text)).toEqual([...listed].sort((a, b) => Number(a) - Number(b)));
     expect(JSON.parse(carried(text).selection)).toEqual({
       state: 'dead',
       orderingKeys: ['k-0'],
@@ -169,13 +149,13 @@ describe('replay on the dashboard', () => {
       'HTTP 503 b',
     ]);
     const { app, session } = await signedInApp();
-    const confirm = await post(
+    const confirm = await postForm(
       app,
       '/admin/dashboard/replays/dry-run',
       { csrf: session.csrf, state: 'dead', error: '503', scope: 'matching' },
       session.cookie,
     );
-    const run = await post(
+    const run = await postForm(
       app,
       '/admin/dashboard/replays',
       { csrf: session.csrf, ...carried(confirm.text) },
@@ -194,62 +174,11 @@ describe('replay on the dashboard', () => {
       dry_run: false,
     });
     expect(String(audit!.requested_by)).toMatch(/^admin dashboard \(session [\w-]{8}\)$/);
-    const result = await get(app, location, session.cookie);
+    const result = await getPage(app, location, session.cookie);
     expect(result.status).toBe(200);
     expect(result.text).toContain('data-outcome="finished"');
     expect(result.text).toContain('2 of 2 messages are pending again.');
     expect(result.text).not.toContain('Continue');
-  });
-
-  it('refuses the second press when more match than the operator saw, and replays nothing', async () => {
-    const { ids } = await deadMessages(database, ['HTTP 503 a', 'HTTP 503 b']);
-    const { app, session } = await signedInApp();
-    const run = await post(
-      app,
-      '/admin/dashboard/replays',
-      { csrf: session.csrf, selection: '{"state":"dead"}', seen: '1' },
-      session.cookie,
-    );
-    expect(run.response.status).toBe(409);
-    expect(run.text).toContain(
-      'Nothing was replayed: 2 messages match now, more than the 1 you confirmed.',
-    );
-    // The page shows the new count, ready to confirm again.
-    expect(carried(run.text).seen).toBe('2');
-    expect(await statesOf(ids)).toEqual(['dead', 'dead']);
-    expect(await auditRows(database.pool, 'outbox')).toEqual([]);
-  });
-
-  it('says when nothing matches, at either press, and writes nothing', async () => {
-    const { ids } = await deadMessages(database, ['HTTP 503']);
-    const { app, session } = await signedInApp();
-    const confirm = await post(
-      app,
-      '/admin/dashboard/replays/dry-run',
-      { csrf: session.csrf, state: 'dead', error: 'no such error', scope: 'matching' },
-      session.cookie,
-    );
-    expect(confirm.response.status).toBe(200);
-    expect(confirm.text).toContain(
-      'No dead messages match this selection. Nothing would be replayed',
-    );
-    expect(confirm.text).not.toContain('name="selection"');
-    const run = await post(
-      app,
-      '/admin/dashboard/replays',
-      {
-        csrf: session.csrf,
-        selection: '{"state":"dead","errorContains":"no such error"}',
-        seen: '1',
-      },
-      session.cookie,
-    );
-    expect(run.response.status).toBe(303);
-    expect(run.response.headers.get('location')).toBe('/admin/dashboard/replays?done=empty');
-    const page = await get(app, run.response.headers.get('location')!, session.cookie);
-    expect(page.text).toContain('Nothing matched that selection any more: nothing was replayed');
-    expect(await statesOf(ids)).toEqual(['dead']);
-    expect(await auditRows(database.pool, 'outbox')).toEqual([]);
   });
 
   it('replays the ticked dead rows and resends one delivered message from its page', async () => {
@@ -266,12 +195,12 @@ describe('replay on the dashboard', () => {
       body: body.toString(),
     });
     const tickedPage = await ticked.text();
-    expect(sampleIds(tickedPage)).toEqual([ids[0], ids[2]]);
+    expect(rowIds(tickedPage)).toEqual([ids[0], ids[2]]);
     expect(JSON.parse(carried(tickedPage).selection)).toEqual({
       state: 'dead',
       ids: [ids[0], ids[2]],
     });
-    await post(
+    await postForm(
       app,
       '/admin/dashboard/replays',
       { csrf: session.csrf, ...carried(tickedPage) },
@@ -280,14 +209,14 @@ describe('replay on the dashboard', () => {
     expect(await statesOf(ids)).toEqual(['pending', 'dead', 'pending']);
 
     // The message page's form posts the same fields for its one message.
-    const resend = await post(
+    const resend = await postForm(
       app,
       '/admin/dashboard/replays/dry-run',
       { csrf: session.csrf, state: 'delivered', scope: 'selected', id: delivered!.id },
       session.cookie,
     );
     expect(resend.text).toContain('Resend 1 message</button>');
-    const run = await post(
+    const run = await postForm(
       app,
       '/admin/dashboard/replays',
       { csrf: session.csrf, ...carried(resend.text) },
@@ -302,10 +231,15 @@ describe('replay on the dashboard', () => {
     // A clock that moves two seconds each time it is read: a run's budget of five seconds ends
     // after its first batch, whatever the machine's speed.
     let at = Date.parse('2026-12-02T01:00:00Z');
-    const clock = { now: () => new Date((at += 2000)) };
+    const clock = {
+      now: () => {
+        at += 2000;
+        return new Date(at);
+      },
+    };
     await insertDeadMessages(database.pool, 'outbox', 1200, { kind: `'${KIND}'` });
     const { app, session } = await signedInApp({ clock });
-    const confirm = await post(
+    const confirm = await postForm(
       app,
       '/admin/dashboard/replays/dry-run',
       { csrf: session.csrf, state: 'dead', kind: KIND, scope: 'matching' },
@@ -315,14 +249,14 @@ describe('replay on the dashboard', () => {
     let fields = carried(confirm.text);
     const outcomes: string[] = [];
     for (let press = 0; press < 5 && fields; press++) {
-      const run = await post(
+      const run = await postForm(
         app,
         '/admin/dashboard/replays',
         { csrf: session.csrf, ...fields },
         session.cookie,
       );
       expect(run.response.status).toBe(303);
-      const result = await get(app, run.response.headers.get('location')!, session.cookie);
+      const result = await getPage(app, run.response.headers.get('location')!, session.cookie);
       const outcome = /data-outcome="(\w+)"/.exec(result.text)![1]!;
       outcomes.push(outcome);
       if (outcome === 'finished') break;
@@ -362,7 +296,7 @@ describe('replay on the dashboard', () => {
       });
     }
     const { app, session } = await signedInApp();
-    const first = await get(app, '/admin/dashboard/replays', session.cookie);
+    const first = await getPage(app, '/admin/dashboard/replays', session.cookie);
     const who = (page: string) => [...page.matchAll(/<td>(operator \d+)<\/td>/g)].map((m) => m[1]);
     expect(who(first.text)).toHaveLength(DASHBOARD_REPLAYS_PAGE_SIZE);
     expect(who(first.text)[0]).toBe(`operator ${total}`);
@@ -370,107 +304,14 @@ describe('replay on the dashboard', () => {
       `<td class="selection"><code>state: dead</code> <code>kinds: ${KIND}</code> </td>`,
     );
     const older = /href="([^"]+)" rel="next">Older/.exec(first.text)![1]!.replaceAll('&amp;', '&');
-    const second = await get(app, older, session.cookie);
+    const second = await getPage(app, older, session.cookie);
     expect(who(second.text)).toEqual(['operator 2', 'operator 1']);
     expect(second.text).not.toContain('rel="next"');
-    expect((await get(app, '/admin/dashboard/replays?before=x', session.cookie)).status).toBe(400);
-    expect((await get(app, '/admin/dashboard/replays/999999', session.cookie)).status).toBe(404);
-  });
-
-  it('refuses bad input by field and writes nothing', async () => {
-    const { ids } = await deadMessages(database, ['gone']);
-    const [id] = ids as [string];
-    const { app, session } = await signedInApp();
-    const { csrf, cookie } = session;
-    const refusals: [string, Record<string, string>, string][] = [
-      ['dry-run', { csrf, scope: 'matching' }, 'Field state: is missing.'],
-      [
-        'dry-run',
-        { csrf, state: 'pending', scope: 'matching' },
-        'Field state: must be dead or delivered',
-      ],
-      ['dry-run', { csrf, state: 'dead' }, 'Field scope: must be matching or selected.'],
-      [
-        'dry-run',
-        { csrf, state: 'dead', scope: 'selected' },
-        'Field id: tick at least one message.',
-      ],
-      [
-        'dry-run',
-        { csrf, state: 'dead', scope: 'selected', id: '1e3' },
-        'Field id: each must be a message id.',
-      ],
-      [
-        'dry-run',
-        { csrf, state: 'dead', scope: 'matching', kind: 'demo.nope' },
-        'Field kind: must be one of the configured kinds',
-      ],
-      [
-        'dry-run',
-        { csrf, state: 'dead', scope: 'matching', from: 'soon' },
-        'Field from: must be a UTC time',
-      ],
-      ['', { csrf, seen: '1' }, 'Field selection: is missing.'],
-      ['', { csrf, selection: '{', seen: '1' }, 'Field selection: is not JSON.'],
-      [
-        '',
-        { csrf, selection: '{"state":"pending"}', seen: '1' },
-        'Field selection.state: expected one of dead, delivered',
-      ],
-      [
-        '',
-        { csrf, selection: '{"state":"dead","kinds":["Bad"]}', seen: '1' },
-        'Field selection.kinds[0]: is not a valid value',
-      ],
-      [
-        '',
-        { csrf, selection: '{"state":"dead","everything":true}', seen: '1' },
-        'Field selection.everything: unknown field',
-      ],
-      [
-        '',
-        { csrf, selection: '{"state":"dead"}' },
-        'Field seen: must be the count the confirmation showed.',
-      ],
-      [
-        '',
-        { csrf, selection: '{"state":"dead"}', seen: '0' },
-        'Field seen: must be the count the confirmation showed.',
-      ],
-    ];
-    for (const [path, fields, problem] of refusals) {
-      const url = path ? `/admin/dashboard/replays/${path}` : '/admin/dashboard/replays';
-      const { response, text } = await post(app, url, fields, cookie);
-      expect(response.status, problem).toBe(400);
-      expect(text, problem).toContain(problem);
-      expect(await stateOf(database, id), problem).toBe('dead');
-    }
-    expect(await auditRows(database.pool, 'outbox')).toEqual([]);
-  });
-
-  it('answers an anonymous or forged replay with 401 or 403 and changes nothing', async () => {
-    const { ids } = await deadMessages(database, ['gone']);
-    const { app, session } = await signedInApp();
-    const presses: [string, Record<string, string>][] = [
-      ['/admin/dashboard/replays/dry-run', { state: 'dead', scope: 'matching' }],
-      ['/admin/dashboard/replays', { selection: '{"state":"dead"}', seen: '1' }],
-    ];
-    for (const [path, fields] of presses) {
-      expect((await app.request(path, form(fields))).status, path).toBe(401);
-      const wrongToken = await app.request(
-        path,
-        form(fields, { authorization: `Bearer not-${ADMIN_TOKEN}`, 'x-test-client': path }),
-      );
-      expect(wrongToken.status, path).toBe(401);
-      const noCsrf = await app.request(path, form(fields, { cookie: session.cookie }));
-      expect(noCsrf.status, path).toBe(403);
-    }
-    expect(await stateOf(database, ids[0]!)).toBe('dead');
-    expect(await auditRows(database.pool, 'outbox')).toEqual([]);
-    for (const path of ['/admin/dashboard/replays', '/admin/dashboard/replays/1']) {
-      const page = await app.request(path);
-      expect(page.status, path).toBe(401);
-      expect(await page.text()).toContain('Sign in first.');
-    }
+    expect((await getPage(app, '/admin/dashboard/replays?before=x', session.cookie)).status).toBe(
+      400,
+    );
+    expect((await getPage(app, '/admin/dashboard/replays/999999', session.cookie)).status).toBe(
+      404,
+    );
   });
 });
