@@ -6,7 +6,6 @@
  * to test-artifacts/ and checked: its size, and the colour of what it shows (the held note's
  * red, the flash's green), beside DOM assertions made at the same moment.
  */
-import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
 import { PermanentDeliveryError } from '../../src/core/errors.js';
@@ -18,6 +17,7 @@ import {
   newWatchedPage,
   signInThroughForm,
   startBrowserHarness,
+  tableRowIds,
 } from '../support/chromium.js';
 import { useTestDatabase } from '../support/database.js';
 import { colourShare } from '../support/png.js';
@@ -27,7 +27,7 @@ import {
   shotOf,
   SCREENSHOT_VIEWPORT as VIEWPORT,
 } from '../support/screenshots.js';
-import { ADMIN_TOKEN, KIND, mountAdmin, OTHER_KIND, outbox } from './admin-harness.js';
+import { ADMIN_TOKEN, KIND, mountAdmin, OTHER_KIND, outbox, statesOf } from './admin-harness.js';
 
 const ORDERING_KEY = 'customer-42';
 /** The held note's background when a dead head blocks (styles.ts). */
@@ -138,7 +138,7 @@ describe('the dashboard flows in a browser', () => {
         page.waitForURL(`${baseUrl}/admin/dashboard/messages?state=dead`),
         page.getByRole('link', { name: 'Open the dead-letter list' }).click(),
       ]);
-      expect(await rowIds(page)).toHaveLength(6);
+      expect(await tableRowIds(page)).toHaveLength(6);
 
       // The kind filter offers exactly the configured kinds.
       const kindOptions = await page.getByLabel('Kind').locator('option').allTextContents();
@@ -149,7 +149,7 @@ describe('the dashboard flows in a browser', () => {
         page.waitForURL(/state=dead&kind=demo\.notify&error=503/),
         page.getByRole('button', { name: 'Show' }).click(),
       ]);
-      expect((await rowIds(page)).sort()).toEqual([...seeded.dead503].sort());
+      expect((await tableRowIds(page)).sort()).toEqual([...seeded.dead503].sort());
       for (const cell of await page.locator('td.error').allTextContents()) {
         expect(cell).toContain('503');
       }
@@ -166,9 +166,13 @@ describe('the dashboard flows in a browser', () => {
       ]);
       const flash = page.getByRole('status');
       expect(await flash.textContent()).toBe('2 messages of the 2 ticked are pending again.');
-      expect(await rowIds(page)).toEqual([third]);
+      expect(await tableRowIds(page)).toEqual([third]);
       expect(await page.getByLabel('Error contains').inputValue()).toBe('503');
-      expect(await statesOf([first!, second!, third!])).toEqual(['pending', 'pending', 'dead']);
+      expect(await statesOf(database, [first!, second!, third!])).toEqual([
+        'pending',
+        'pending',
+        'dead',
+      ]);
       await checkedScreenshot(page, 'dashboard-flows-after-retry.png');
       expect(colourShare(await shotOf(flash), FLASH_OK_GREEN)).toBeGreaterThan(0.5);
       expect(await page.locator('script').count()).toBe(0);
@@ -218,18 +222,4 @@ async function seedMessages(): Promise<Seeded> {
     head: rows[5]!.id,
     held: rows.slice(6).map(({ id, key }) => ({ id, key })),
   };
-}
-
-async function rowIds(page: Page): Promise<string[]> {
-  return page
-    .locator('tbody tr[data-message-id]')
-    .evaluateAll((rows) => rows.map((row) => row.getAttribute('data-message-id') ?? ''));
-}
-
-async function statesOf(ids: string[]): Promise<string[]> {
-  const { rows } = await database.pool.query<{ id: string; state: string }>(
-    'SELECT id::text, state FROM outbox.messages WHERE id = ANY($1::bigint[])',
-    [ids],
-  );
-  return ids.map((id) => rows.find((row) => row.id === id)?.state ?? 'missing');
 }

@@ -15,6 +15,7 @@ import {
   OTHER_KIND,
   signIn,
   stateOf,
+  statesOf,
 } from './admin-harness.js';
 import { carried, getPage, postForm } from './replay-page-harness.js';
 
@@ -26,10 +27,6 @@ beforeEach(async () => {
 async function signedInApp() {
   const app = mountAdmin(database, { kinds: [OTHER_KIND, KIND] });
   return { app, session: await signIn(app) };
-}
-
-async function statesOf(ids: string[]): Promise<string[]> {
-  return Promise.all(ids.map(async (id) => (await stateOf(database, id)) ?? 'gone'));
 }
 
 describe('replay on the dashboard refuses', () => {
@@ -48,7 +45,7 @@ describe('replay on the dashboard refuses', () => {
     );
     // The page shows the new count, ready to confirm again.
     expect(carried(run.text).seen).toBe('2');
-    expect(await statesOf(ids)).toEqual(['dead', 'dead']);
+    expect(await statesOf(database, ids)).toEqual(['dead', 'dead']);
     expect(await auditRows(database.pool, 'outbox')).toEqual([]);
   });
 
@@ -80,7 +77,7 @@ describe('replay on the dashboard refuses', () => {
     expect(run.response.headers.get('location')).toBe('/admin/dashboard/replays?done=empty');
     const page = await getPage(app, run.response.headers.get('location')!, session.cookie);
     expect(page.text).toContain('Nothing matched that selection any more: nothing was replayed');
-    expect(await statesOf(ids)).toEqual(['dead']);
+    expect(await statesOf(database, ids)).toEqual(['dead']);
     expect(await auditRows(database.pool, 'outbox')).toEqual([]);
   });
 

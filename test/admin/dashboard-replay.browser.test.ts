@@ -6,7 +6,6 @@
  * to the (now healthy) receiver under those keys; the Replays page lists the run. Each step's
  * screenshot goes to test-artifacts/ and is checked (size, and the colour of what it shows).
  */
-import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
@@ -19,6 +18,7 @@ import {
   newWatchedPage,
   signInThroughForm,
   startBrowserHarness,
+  tableRowIds,
 } from '../support/chromium.js';
 import { useTestDatabase } from '../support/database.js';
 import { type LoopbackServer, startLoopbackServer } from '../support/loopback-http.js';
@@ -29,7 +29,7 @@ import {
   SCREENSHOT_VIEWPORT,
   shotOf,
 } from '../support/screenshots.js';
-import { ADMIN_TOKEN, KIND, mountAdmin, OTHER_KIND, outbox } from './admin-harness.js';
+import { ADMIN_TOKEN, KIND, mountAdmin, OTHER_KIND, outbox, statesOf } from './admin-harness.js';
 
 /** The primary button's blue and the done flash's green (styles.ts). */
 const BUTTON_BLUE = '#2458d6';
@@ -95,14 +95,14 @@ describe('replay on the dashboard in a browser', () => {
         page.waitForURL(`${baseUrl}/admin/dashboard/messages?state=dead`),
         page.getByRole('link', { name: 'Open the dead-letter list' }).click(),
       ]);
-      expect(await rowIds(page)).toHaveLength(5);
+      expect(await tableRowIds(page)).toHaveLength(5);
       await page.getByLabel('Kind').selectOption(KIND);
       await page.getByLabel('Error contains').fill('HTTP 503');
       await Promise.all([
         page.waitForURL(/state=dead&kind=demo\.notify&error=HTTP\+503/),
         page.getByRole('button', { name: 'Show' }).click(),
       ]);
-      expect((await rowIds(page)).sort()).toEqual([...seeded.ids].sort());
+      expect((await tableRowIds(page)).sort()).toEqual([...seeded.ids].sort());
       await checkedScreenshot(page, 'dashboard-replay-dead-filtered.png');
 
       // The first press counts; nothing has changed yet.
@@ -112,9 +112,9 @@ describe('replay on the dashboard in a browser', () => {
       ]);
       await page.getByRole('heading', { name: 'Replay dead messages?' }).waitFor();
       expect(await page.locator('[data-matched]').getAttribute('data-matched')).toBe('3');
-      expect(await rowIds(page)).toEqual(seeded.ids);
+      expect(await tableRowIds(page)).toEqual(seeded.ids);
       expect(await page.locator('.selection').textContent()).toContain('HTTP 503');
-      expect(await statesOf(seeded.ids)).toEqual(['dead', 'dead', 'dead']);
+      expect(await statesOf(database, seeded.ids)).toEqual(['dead', 'dead', 'dead']);
       const confirm = page.getByRole('button', { name: 'Replay 3 messages' });
       await checkedScreenshot(page, 'dashboard-replay-confirm.png');
       expect(colourShare(await shotOf(confirm), BUTTON_BLUE)).toBeGreaterThan(0.5);
@@ -143,7 +143,7 @@ describe('replay on the dashboard in a browser', () => {
       expect(shown.sort()).toEqual(
         seeded.ids.map((id, index) => `${id} ${seeded.keys[index]}`).sort(),
       );
-      expect(await statesOf(seeded.others)).toEqual(['dead', 'dead']);
+      expect(await statesOf(database, seeded.others)).toEqual(['dead', 'dead']);
       await checkedScreenshot(page, 'dashboard-replay-pending.png');
 
       // The receiver is fixed; a real drain sends them, under the keys they always had.
@@ -203,18 +203,4 @@ async function seedDeadWebhooks(): Promise<{ ids: string[]; keys: string[]; othe
     keys: chosen.map((row) => row.key),
     others: [rows[1]!.id, rows[3]!.id],
   };
-}
-
-async function rowIds(page: Page): Promise<string[]> {
-  return page
-    .locator('tbody tr[data-message-id]')
-    .evaluateAll((rows) => rows.map((row) => row.getAttribute('data-message-id') ?? ''));
-}
-
-async function statesOf(ids: string[]): Promise<string[]> {
-  const { rows } = await database.pool.query<{ id: string; state: string }>(
-    'SELECT id::text, state FROM outbox.all_messages WHERE id = ANY($1::bigint[])',
-    [ids],
-  );
-  return ids.map((id) => rows.find((row) => row.id === id)?.state ?? 'missing');
 }

@@ -10,16 +10,15 @@ import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { useTestDatabase } from '../support/database.js';
 import { auditRows, insertDeadMessages } from '../support/replay-fixtures.js';
 import {
-  ADMIN_TOKEN,
   deadMessages,
   deliveredMessages,
-  form,
   KIND,
   mountAdmin,
   OTHER_KIND,
   outbox,
   signIn,
   stateOf,
+  statesOf,
 } from './admin-harness.js';
 import { carried, getPage, postForm, rowIds } from './replay-page-harness.js';
 
@@ -32,10 +31,6 @@ const KINDS = [OTHER_KIND, KIND];
 async function signedInApp(options: Parameters<typeof mountAdmin>[1] = {}) {
   const app = mountAdmin(database, { kinds: KINDS, ...options });
   return { app, session: await signIn(app) };
-}
-
-async function statesOf(ids: string[]): Promise<string[]> {
-  return Promise.all(ids.map(async (id) => (await stateOf(database, id)) ?? 'gone'));
 }
 
 async function keysOf(ids: string[]): Promise<string[]> {
@@ -100,7 +95,7 @@ describe('replay on the dashboard', () => {
     expect(text).toContain(
       `href="/admin/dashboard/messages?state=dead&amp;kind=${KIND}&amp;error=503"`,
     );
-    expect(await statesOf(ids)).toEqual(['dead', 'dead', 'dead']);
+    expect(await statesOf(database, ids)).toEqual(['dead', 'dead', 'dead']);
     expect(await auditRows(database.pool, 'outbox')).toEqual([]);
   });
 
@@ -164,7 +159,7 @@ describe('replay on the dashboard', () => {
     expect(run.response.status).toBe(303);
     const location = run.response.headers.get('location')!;
     expect(location).toMatch(/^\/admin\/dashboard\/replays\/\d+\?lastId=\d+$/);
-    expect(await statesOf(ids)).toEqual(['pending', 'dead', 'pending']);
+    expect(await statesOf(database, ids)).toEqual(['pending', 'dead', 'pending']);
     expect(await keysOf(ids)).toEqual(keys);
     const [audit] = await auditRows(database.pool, 'outbox');
     expect(audit).toMatchObject({
@@ -206,7 +201,7 @@ describe('replay on the dashboard', () => {
       { csrf: session.csrf, ...carried(tickedPage) },
       session.cookie,
     );
-    expect(await statesOf(ids)).toEqual(['pending', 'dead', 'pending']);
+    expect(await statesOf(database, ids)).toEqual(['pending', 'dead', 'pending']);
 
     // The message page's form posts the same fields for its one message.
     const resend = await postForm(
