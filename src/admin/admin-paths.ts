@@ -24,6 +24,9 @@ export function adminPaths(base: string) {
     messages: `${base}/dashboard/messages`,
     message: (id: string) => `${base}/dashboard/messages/${id}`,
     find: `${base}/dashboard/find`,
+    /** The replay audit; `/dry-run` counts a selection, a POST here replays it. */
+    replays: `${base}/dashboard/replays`,
+    replay: (id: string) => `${base}/dashboard/replays/${id}`,
     /** The JSON API's list, named on the page for scripts and the CLI. */
     apiMessages: `${base}/messages`,
   };

@@ -20,7 +20,8 @@ import type { MessageRecord } from '../core/outbox-store.js';
 import { ACTIONABLE_STATES, type HoldingHead } from '../store/message-filter.js';
 import type { AdminEnv, ResolvedAdmin } from './admin-options.js';
 import { type ListFlashCode, listFlashFromQuery } from './dashboard-flash.js';
-import { frameOf, notice, pathsOf, render } from './dashboard-replies.js';
+import { frameOf, pathsOf, refuse, render } from './dashboard-replies.js';
+import { type FormBody, formText, formTexts } from './form-fields.js';
 import { filterQuery, type ListFilterFields, readListFilter } from './list-filter.js';
 import { messageListPage } from './message-list-page.js';
 
@@ -32,8 +33,6 @@ export const DASHBOARD_PAGE_SIZE = 50;
  * a press never turns into a long transaction. More than that, and the page says to press again.
  */
 export const DASHBOARD_MATCH_LIMIT = 1000;
-
-type FormBody = Record<string, string | File | (string | File)[]>;
 
 /** Registers the list and its actions on `app`, each behind `signedIn`. */
 export function registerListRoutes(
@@ -139,24 +138,6 @@ function actionFilter(c: Context<AdminEnv>, admin: ResolvedAdmin, form: FormBody
     };
   }
   return read;
-}
-
-/** A 400 that names the field, and says that nothing changed. */
-function refuse(c: Context<AdminEnv>, field: string, problem: string) {
-  return notice(c, 400, 'Bad request', `Field ${field}: ${problem}. Nothing was changed.`);
-}
-
-/** A single field's text; a file or a repeated field is not one a dashboard form sends. */
-function formText(form: FormBody, name: string): string | undefined {
-  const value = form[name];
-  return typeof value === 'string' ? value : undefined;
-}
-
-/** Every value of a repeated text field (the ticked ids); files are ignored. */
-function formTexts(form: FormBody, name: string): string[] {
-  const value = form[name];
-  const values = Array.isArray(value) ? value : value === undefined ? [] : [value];
-  return values.filter((each): each is string => typeof each === 'string');
 }
 
 function backToList(

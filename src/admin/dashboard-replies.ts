@@ -1,4 +1,7 @@
-/** What every dashboard route answers with: its paths, a page's frame, a page, a short notice. */
+/**
+ * What every dashboard route answers with: its paths, a page's frame, a page, a short notice, a
+ * refused field.
+ */
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AdminEnv, ResolvedAdmin } from './admin-options.js';
@@ -40,4 +43,9 @@ export function notice(
   text: string,
 ): Response | Promise<Response> {
   return render(c, status, noticePage(pathsOf(c), title, text));
+}
+
+/** A 400 for a refused form field: names the field, and says that nothing changed. */
+export function refuse(c: Context<AdminEnv>, field: string, problem: string) {
+  return notice(c, 400, 'Bad request', `Field ${field}: ${problem}. Nothing was changed.`);
 }

@@ -14,6 +14,8 @@
  *   one message whole, and the head it waits for; `GET /dashboard/find?key=`: by key or id.
  * - `POST /dashboard/messages/:id/retry`, `.../:id/discard`: the message page's buttons;
  *   `.../retry-dead`: every dead message at once (kept for forms and scripts that post it).
+ * - `/dashboard/replays...`: replay and resend with a dry run first, and the audit (see
+ *   dashboard-replay-routes).
  */
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { deleteCookie } from 'hono/cookie';
@@ -24,6 +26,7 @@ import type { AdminEnv, ResolvedAdmin } from './admin-options.js';
 import { ADMIN_SESSION_COOKIE, SESSION_MAX_MS } from './admin-session.js';
 import { flashFromQuery } from './dashboard-flash.js';
 import { registerListRoutes } from './dashboard-list-routes.js';
+import { registerReplayPages } from './dashboard-replay-routes.js';
 import { frameOf, notice, pathsOf, render } from './dashboard-replies.js';
 import { adminFormBodyLimit, refuseCrossSiteLogin } from './login-guards.js';
 import { messagePage } from './message-pages.js';
@@ -113,6 +116,7 @@ export function registerDashboardRoutes(
   });
 
   registerListRoutes(app, admin, signedIn);
+  registerReplayPages(app, admin, signedIn);
 
   app.get('/dashboard/find', signedIn, async (c) => {
     const wanted = (c.req.query('key') ?? '').trim();

@@ -59,6 +59,10 @@ export {
   defaultClientAddress,
 } from './client-address.js';
 export { DASHBOARD_MATCH_LIMIT, DASHBOARD_PAGE_SIZE } from './dashboard-list-routes.js';
+export {
+  DASHBOARD_REPLAY_BUDGET_MS,
+  DASHBOARD_REPLAYS_PAGE_SIZE,
+} from './dashboard-replay-routes.js';
 export { DASHBOARD_RECENT_ERRORS_LIMIT } from './dashboard-routes.js';
 export { FILTER_TEXT_MAX_CHARS } from './list-filter.js';
 export { ADMIN_FORM_MAX_BODY_BYTES } from './login-guards.js';

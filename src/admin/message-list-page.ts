@@ -1,8 +1,9 @@
 /**
  * `GET /dashboard/messages`: one state's messages, filtered, page by page, with the list's
  * actions: retry or discard the rows ticked (one form around the table), or all that match the
- * filter (a second form, which must be confirmed). Each action form carries the filter along,
- * so its redirect comes back to the same list.
+ * filter (a second form, which must be confirmed); on the dead and delivered lists, replay
+ * either, through a dry run that shows the count first. Each action form carries the filter
+ * along, so its redirect comes back to the same list.
  */
 import { html } from 'hono/html';
 import { MESSAGE_STATES, type MessageRecord, type MessageState } from '../core/outbox-store.js';
@@ -55,11 +56,20 @@ const LIST_ACTIONS: Record<MessageState, { retrySelected: string; retryMatching:
     dead: { retrySelected: 'Retry selected', retryMatching: 'Retry all that match' },
   };
 
+/**
+ * The replay buttons of each state's list: a dead message is redriven, a delivered one resent.
+ * Each goes to a dry run first (dashboard-replay-routes), which shows the count before anything
+ * changes.
+ */
+const REPLAY_ACTIONS: Partial<Record<MessageState, { selected: string; matching: string }>> = {
+  dead: { selected: 'Replay selected', matching: 'Replay all that match' },
+  delivered: { selected: 'Resend selected', matching: 'Resend all that match' },
+};
+
 /** Why a list has no actions, said under it. */
 const NO_ACTIONS: Partial<Record<MessageState, string>> = {
   claimed:
     'A claimed message is being sent right now; it can be acted on once its drain settles it.',
-  delivered: 'Delivered messages stay until the purge takes them.',
 };
 
 export function messageListPage(frame: PageFrame, view: MessageListView): Markup {
@@ -132,18 +142,25 @@ function selectionForm(frame: PageFrame, view: MessageListView): Markup {
     return html`<p class="empty">No ${state} messages${hasFilter(view.fields) ? ' match this filter' : ''}.</p>`;
   }
   const actions = LIST_ACTIONS[state];
+  const replay = REPLAY_ACTIONS[state];
   const { paths } = frame;
-  const table = listTable(frame, view, actions !== null);
-  if (!actions) {
+  const table = listTable(frame, view, actions !== null || replay !== undefined);
+  if (!actions && !replay) {
     return html`${table}<p class="muted table-note">${NO_ACTIONS[state] ?? ''}</p>`;
   }
-  return html`<form method="post" action="${paths.messages}/retry" aria-label="Selected messages">
+  const dryRun = `${paths.replays}/dry-run`;
+  return html`<form method="post" action="${actions ? `${paths.messages}/retry` : dryRun}" aria-label="Selected messages">
       ${csrfField(frame)}${filterFields(view.fields)}
       ${table}
       <div class="list-actions">
         <span class="muted">With the ticked messages:</span>
-        <button class="btn btn-primary" type="submit" formaction="${paths.messages}/retry">${actions.retrySelected}</button>
-        <button class="btn btn-danger" type="submit" formaction="${paths.messages}/discard">Discard selected</button>
+        ${
+          actions
+            ? html`<button class="btn btn-primary" type="submit" formaction="${paths.messages}/retry">${actions.retrySelected}</button>
+        <button class="btn btn-danger" type="submit" formaction="${paths.messages}/discard">Discard selected</button>`
+            : ''
+        }
+        ${replay ? html`<button class="btn" type="submit" name="scope" value="selected" formaction="${dryRun}">${replay.selected}…</button>` : ''}
       </div>
     </form>`;
 }
@@ -151,13 +168,26 @@ function selectionForm(frame: PageFrame, view: MessageListView): Markup {
 function matchingForm(frame: PageFrame, view: MessageListView): Markup {
   const { state } = view.fields;
   const actions = LIST_ACTIONS[state];
-  if (view.messages.length === 0 || !actions) return html``;
+  const replay = REPLAY_ACTIONS[state];
+  if (view.messages.length === 0 || (!actions && !replay)) return html``;
   const { paths } = frame;
+  // The dry run is the replay's confirmation, so its button skips the box the others need.
+  const replayButton = replay
+    ? html`<button class="btn" type="submit" name="scope" value="matching" formaction="${paths.replays}/dry-run" formnovalidate>${replay.matching}…</button>`
+    : '';
+  if (!actions) {
+    return html`<form class="match-actions" method="post" action="${paths.replays}/dry-run" aria-label="All that match">
+      ${csrfField(frame)}${filterFields(view.fields)}
+      <span class="muted">Every ${state} message that matches this filter, not only this page; the count comes first:</span>
+      ${replayButton}
+    </form>`;
+  }
   return html`<form class="match-actions" method="post" action="${paths.messages}/retry-matching" aria-label="All that match">
       ${csrfField(frame)}${filterFields(view.fields)}
       <label><input type="checkbox" name="confirm" value="all" required> Every ${state} message that matches this filter, not only this page: up to ${formatCount(view.matchLimit)} per press, oldest first</label>
       <button class="btn" type="submit" formaction="${paths.messages}/retry-matching">${actions.retryMatching}</button>
       <button class="btn btn-danger" type="submit" formaction="${paths.messages}/discard-matching">Discard all that match</button>
+      ${replayButton}
     </form>`;
 }
 

@@ -28,9 +28,12 @@ export function messagePage(
         message.state === 'dead'
           ? html`<div class="message-actions">
         <form method="post" action="${href}/retry">${csrfField(frame)}<button class="btn btn-primary" type="submit">Retry</button></form>
+        ${replayForm(frame, message)}
         <form method="post" action="${href}/discard">${csrfField(frame)}<button class="btn btn-danger" type="submit">Discard</button></form>
       </div>`
-          : ''
+          : message.state === 'delivered'
+            ? html`<div class="message-actions">${replayForm(frame, message)}</div>`
+            : ''
       }
     </div>
     <dl class="fields">
@@ -57,6 +60,14 @@ export function messagePage(
   </section>`,
     flash,
   );
+}
+
+/**
+ * Replay (dead) or resend (delivered) this one message, audited, through the dry run's
+ * confirmation like a list's selection.
+ */
+function replayForm(frame: PageFrame, message: MessageRecord): Markup {
+  return html`<form method="post" action="${frame.paths.replays}/dry-run">${csrfField(frame)}<input type="hidden" name="state" value="${message.state}"><input type="hidden" name="scope" value="selected"><input type="hidden" name="id" value="${message.id}"><button class="btn" type="submit">${message.state === 'dead' ? 'Replay…' : 'Resend…'}</button></form>`;
 }
 
 /** `due_at` means a due time while pending and a lease expiry while claimed. */

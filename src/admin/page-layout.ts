@@ -65,6 +65,7 @@ export function signedInPage(
     <div class="topbar-meta">
       <span class="muted">As of ${formatTime(frame.now)} UTC</span>
       <a class="btn" href="${paths.messages}">Messages</a>
+      <a class="btn" href="${paths.replays}">Replays</a>
       <a class="btn" href="${paths.home}">Overview</a>
       ${
         frame.canSignOut

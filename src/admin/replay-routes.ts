@@ -108,7 +108,7 @@ export function registerReplayRoutes(
  * request came (API bearer token or a dashboard session, by the start of its id); `by`, when
  * given, says who the caller says it is, beside that.
  */
-function requester(auth: AdminAuth | undefined, by: unknown): string {
+export function requester(auth: AdminAuth | undefined, by: unknown): string {
   const how =
     auth?.method === 'cookie'
       ? `admin dashboard (session ${auth.session.id.slice(0, 8)})`

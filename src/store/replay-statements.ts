@@ -230,13 +230,17 @@ export function replayStatements(quotedSchema: string): ReplayStatements {
       UPDATE ${replays} SET outcome = $2, finished_at = $3
       WHERE id = $1 AND outcome = 'running'`,
 
-    /** $1 limit, $2 before this id or null: newest first, on the primary key. */
+    /**
+     * $1 limit, $2 before this id or null: newest first, on the primary key. Ordered by the
+     * table's bigint id, not the text column of the same name (`ORDER BY id` would take the
+     * output column and put 9 after 27).
+     */
     listReplayAudits: `
-      SELECT id::text AS id, requested_by, started_at, finished_at, selection, dry_run,
+      SELECT r.id::text AS id, requested_by, started_at, finished_at, selection, dry_run,
         matched, replayed, outcome
-      FROM ${replays}
-      WHERE $2::bigint IS NULL OR id < $2
-      ORDER BY id DESC
+      FROM ${replays} r
+      WHERE $2::bigint IS NULL OR r.id < $2
+      ORDER BY r.id DESC
       LIMIT $1`,
   };
 }

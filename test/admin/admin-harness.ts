@@ -126,3 +126,12 @@ export async function stateOf(database: TestDatabase, id: string): Promise<strin
   );
   return rows[0]?.state;
 }
+
+/** The state of each of `ids` (messages and history), in the order given; `missing` for none. */
+export async function statesOf(database: TestDatabase, ids: string[]): Promise<string[]> {
+  const { rows } = await database.pool.query<{ id: string; state: string }>(
+    'SELECT id::text, state FROM outbox.all_messages WHERE id = ANY($1::bigint[])',
+    [ids],
+  );
+  return ids.map((id) => rows.find((row) => row.id === id)?.state ?? 'missing');
+}

@@ -6,9 +6,6 @@
  * to test-artifacts/ and checked: its size, and the colour of what it shows (the held note's
  * red, the flash's green), beside DOM assertions made at the same moment.
  */
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
-import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
 import { PermanentDeliveryError } from '../../src/core/errors.js';
@@ -20,13 +17,18 @@ import {
   newWatchedPage,
   signInThroughForm,
   startBrowserHarness,
+  tableRowIds,
 } from '../support/chromium.js';
 import { useTestDatabase } from '../support/database.js';
-import { colourShare, decodePng } from '../support/png.js';
-import { ADMIN_TOKEN, KIND, mountAdmin, OTHER_KIND, outbox } from './admin-harness.js';
+import { colourShare } from '../support/png.js';
+import {
+  checkedScreenshot,
+  makeScreenshotDir,
+  shotOf,
+  SCREENSHOT_VIEWPORT as VIEWPORT,
+} from '../support/screenshots.js';
+import { ADMIN_TOKEN, KIND, mountAdmin, OTHER_KIND, outbox, statesOf } from './admin-harness.js';
 
-const ARTIFACTS = join(process.cwd(), 'test-artifacts');
-const VIEWPORT = { width: 1280, height: 900 };
 const ORDERING_KEY = 'customer-42';
 /** The held note's background when a dead head blocks (styles.ts). */
 const DEAD_HEAD_RED = '#fdecec';
@@ -57,7 +59,7 @@ describe('the dashboard flows in a browser', () => {
     const seeded = await seedMessages();
     const app = mountAdmin(database, { kinds: [KIND, OTHER_KIND], clientAddress: () => 'browser' });
     harness = { ...(await startBrowserHarness(app.fetch)), seeded };
-    await mkdir(ARTIFACTS, { recursive: true });
+    await makeScreenshotDir();
   }, CHROMIUM_INSTALL_TIMEOUT_MS);
 
   afterAll(async () => {
@@ -136,7 +138,7 @@ describe('the dashboard flows in a browser', () => {
         page.waitForURL(`${baseUrl}/admin/dashboard/messages?state=dead`),
         page.getByRole('link', { name: 'Open the dead-letter list' }).click(),
       ]);
-      expect(await rowIds(page)).toHaveLength(6);
+      expect(await tableRowIds(page)).toHaveLength(6);
 
       // The kind filter offers exactly the configured kinds.
       const kindOptions = await page.getByLabel('Kind').locator('option').allTextContents();
@@ -147,7 +149,7 @@ describe('the dashboard flows in a browser', () => {
         page.waitForURL(/state=dead&kind=demo\.notify&error=503/),
         page.getByRole('button', { name: 'Show' }).click(),
       ]);
-      expect((await rowIds(page)).sort()).toEqual([...seeded.dead503].sort());
+      expect((await tableRowIds(page)).sort()).toEqual([...seeded.dead503].sort());
       for (const cell of await page.locator('td.error').allTextContents()) {
         expect(cell).toContain('503');
       }
@@ -164,9 +166,13 @@ describe('the dashboard flows in a browser', () => {
       ]);
       const flash = page.getByRole('status');
       expect(await flash.textContent()).toBe('2 messages of the 2 ticked are pending again.');
-      expect(await rowIds(page)).toEqual([third]);
+      expect(await tableRowIds(page)).toEqual([third]);
       expect(await page.getByLabel('Error contains').inputValue()).toBe('503');
-      expect(await statesOf([first!, second!, third!])).toEqual(['pending', 'pending', 'dead']);
+      expect(await statesOf(database, [first!, second!, third!])).toEqual([
+        'pending',
+        'pending',
+        'dead',
+      ]);
       await checkedScreenshot(page, 'dashboard-flows-after-retry.png');
       expect(colourShare(await shotOf(flash), FLASH_OK_GREEN)).toBeGreaterThan(0.5);
       expect(await page.locator('script').count()).toBe(0);
@@ -216,37 +222,4 @@ async function seedMessages(): Promise<Seeded> {
     head: rows[5]!.id,
     held: rows.slice(6).map(({ id, key }) => ({ id, key })),
   };
-}
-
-/**
- * A full-page screenshot written to test-artifacts/, checked to be a real picture of the page:
- * as wide as the viewport, at least as tall, and not one flat colour.
- */
-async function checkedScreenshot(page: Page, name: string): Promise<void> {
-  const pixels = decodePng(await page.screenshot({ path: join(ARTIFACTS, name), fullPage: true }));
-  expect(pixels.width, name).toBe(VIEWPORT.width);
-  expect(pixels.height, name).toBeGreaterThanOrEqual(VIEWPORT.height);
-  // The page's grey background covers much of it, but not all: there is something drawn.
-  expect(colourShare(pixels, '#f5f6f8'), name).toBeLessThan(0.95);
-}
-
-/** One element's screenshot, decoded; it must have a size. */
-async function shotOf(locator: Locator) {
-  const pixels = decodePng(await locator.screenshot());
-  expect(pixels.width * pixels.height).toBeGreaterThan(0);
-  return pixels;
-}
-
-async function rowIds(page: Page): Promise<string[]> {
-  return page
-    .locator('tbody tr[data-message-id]')
-    .evaluateAll((rows) => rows.map((row) => row.getAttribute('data-message-id') ?? ''));
-}
-
-async function statesOf(ids: string[]): Promise<string[]> {
-  const { rows } = await database.pool.query<{ id: string; state: string }>(
-    'SELECT id::text, state FROM outbox.messages WHERE id = ANY($1::bigint[])',
-    [ids],
-  );
-  return ids.map((id) => rows.find((row) => row.id === id)?.state ?? 'missing');
 }

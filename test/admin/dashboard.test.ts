@@ -175,10 +175,11 @@ describe('the signed-in dashboard', () => {
     expect(shown).toHaveLength(wanted.length);
     expect(new Set(shown).size).toBe(wanted.length);
     expect(`${firstPage}${secondPage}`).not.toContain('<code>demo.notify</code>');
-    // Delivered messages wait for the purge: no boxes to tick, no actions, and a note why.
-    expect(firstPage).not.toContain('name="id"');
-    expect(firstPage).not.toContain('retry-matching');
-    expect(firstPage).toContain('Delivered messages stay until the purge takes them.');
+    // Delivered messages wait for the purge: nothing to retry or discard, only a resend (through
+    // its dry run, test/admin/dashboard-replay.test.ts).
+    expect(firstPage).not.toContain('/admin/dashboard/messages/retry');
+    expect(firstPage).not.toContain('/admin/dashboard/messages/discard');
+    expect(firstPage).toContain('Resend selected…');
 
     const badCursor = await app.request('/admin/dashboard/messages?state=delivered&cursor=x', {
       headers,

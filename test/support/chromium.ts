@@ -140,3 +140,10 @@ function runApt(args: string[], started: number): Promise<true | string> {
     });
   });
 }
+
+/** The message ids of the page's table rows, in order. */
+export async function tableRowIds(page: Page): Promise<string[]> {
+  return page
+    .locator('tbody tr[data-message-id]')
+    .evaluateAll((rows) => rows.map((row) => row.getAttribute('data-message-id') ?? ''));
+}
