@@ -25,7 +25,7 @@ h2 { font-size: 17px; font-weight: 600; }
 .brand { font-size: 18px; font-weight: 700; letter-spacing: -0.01em; }
 .brand span { font-weight: 500; color: var(--muted); }
 .topbar { background: var(--panel); border-bottom: 1px solid var(--line); margin-bottom: 24px; }
-.topbar-inner { display: flex; align-items: center; justify-content: space-between; gap: 16px; min-height: 60px; flex-wrap: wrap; }
+.topbar-inner { display: flex; align-items: center; justify-content: space-between; gap: 12px; min-height: 60px; padding-top: 10px; padding-bottom: 10px; flex-wrap: wrap; }
 .topbar-meta { display: flex; align-items: center; gap: 12px; font-size: 14px; }
 .topbar-meta form { margin: 0; }
 .btn {
@@ -99,7 +99,7 @@ pre { margin: 6px 0 0; padding: 8px 10px; background: #f6f7f9; border: 1px solid
 .login-card .btn { margin-top: 16px; width: 100%; padding: 8px 14px; }
 .login-card .flash { margin: 12px 0 0; }
 .search { display: flex; gap: 8px; margin: 0; }
-.search input { font: inherit; font-size: 14px; padding: 6px 10px; border: 1px solid #cfd4dc; border-radius: 6px; min-width: 320px; }
+.search input { font: inherit; font-size: 14px; padding: 6px 10px; border: 1px solid #cfd4dc; border-radius: 6px; min-width: 240px; }
 .filters { display: flex; gap: 12px; align-items: end; flex-wrap: wrap; margin: 0 0 16px; }
 .filters label { display: block; font-size: 12px; font-weight: 600; color: var(--muted); margin-bottom: 4px; }
 .filters select, .filters input { font: inherit; font-size: 14px; padding: 6px 10px; border: 1px solid #cfd4dc; border-radius: 6px; background: #fff; }
