@@ -2,6 +2,7 @@
  * One send: the sender called with the message's stable key, bounded by its timeout whatever
  * the sender does with its AbortSignal, and its result turned into the settlement to record.
  */
+import { attemptFacts } from './attempt-facts.js';
 import type { Settings } from './drain-settings.js';
 import { describeError, isPermanentDeliveryError, isRetryableDeliveryError } from './errors.js';
 import type { ClaimedMessage } from './outbox-store.js';
@@ -95,13 +96,21 @@ interface InFlightSend {
   timedOut: (error: Error) => void;
 }
 
-/** Resolves to undefined on success, or the failure. Never rejects, never outlives its timeout. */
+/**
+ * How one send ended: `failed` false with whatever the sender resolved with (its receipt), or
+ * true with what it threw (or the timeout).
+ */
+export type SendResult =
+  | { readonly failed: false; readonly receipt: unknown }
+  | { readonly failed: true; readonly error: unknown };
+
+/** Resolves to how the send ended. Never rejects, never outlives its timeout. */
 export function sendWithTimeout(
   message: ClaimedMessage,
   settings: Settings,
   context: SendContext,
   timeouts: SendTimeouts,
-): Promise<unknown> {
+): Promise<SendResult> {
   const sender = settings.senders[message.kind]!;
   const outbound: OutboundMessage = {
     key: message.key,
@@ -115,17 +124,20 @@ export function sendWithTimeout(
   };
   // One promise settled by whichever comes first, the send or its timeout: a late result of a
   // send cut loose is ignored.
-  return new Promise<unknown>((finish) => {
-    const timing = timeouts.begin(finish);
+  return new Promise<SendResult>((finish) => {
+    const timing = timeouts.begin((error) => finish({ failed: true, error }));
     Promise.resolve()
       .then(() => sender(outbound, timing.controller.signal, context))
       .then(
-        () => undefined,
-        (error: unknown) => error ?? new Error('sender rejected with no reason'),
+        (receipt): SendResult => ({ failed: false, receipt }),
+        (error: unknown): SendResult => ({
+          failed: true,
+          error: error ?? new Error('sender rejected with no reason'),
+        }),
       )
-      .then((error) => {
+      .then((result) => {
         timeouts.end(timing);
-        finish(error);
+        finish(result);
       });
   });
 }
@@ -137,14 +149,43 @@ class SendTimeoutError extends Error {
   }
 }
 
-export function outcomeOf(message: ClaimedMessage, error: unknown, settings: Settings): Settlement {
-  if (error === undefined) return delivered();
-  const description = describeError(error);
-  if (isPermanentDeliveryError(error)) return dead(`permanent failure: ${description}`);
-  if (message.attempts >= message.maxAttempts) {
-    return dead(`attempts exhausted (${message.attempts}/${message.maxAttempts}): ${description}`);
+/** When a send started (by the drain's clock) and how long it took (ms, monotonic). */
+export interface SendTiming {
+  startedAt: Date;
+  durationMs: number;
+}
+
+/**
+ * The settlement of one send, with its attempt's facts: the timing the drain measured, and the
+ * details the sender reported (a receipt on success; the fields of a delivery error on failure;
+ * nothing from any other thrown value).
+ */
+export function outcomeOf(
+  message: ClaimedMessage,
+  result: SendResult,
+  settings: Settings,
+  timing: SendTiming,
+): Settlement {
+  if (!result.failed) {
+    return delivered(attemptFacts(timing.startedAt, timing.durationMs, result.receipt));
   }
-  const retryAfterMs = isRetryableDeliveryError(error) ? error.retryAfterMs : undefined;
+  const { error } = result;
+  const description = describeError(error);
+  const permanent = isPermanentDeliveryError(error);
+  const retryable = !permanent && isRetryableDeliveryError(error);
+  const facts = attemptFacts(
+    timing.startedAt,
+    timing.durationMs,
+    permanent || retryable ? error : undefined,
+  );
+  if (permanent) return dead(`permanent failure: ${description}`, facts);
+  if (message.attempts >= message.maxAttempts) {
+    return dead(
+      `attempts exhausted (${message.attempts}/${message.maxAttempts}): ${description}`,
+      facts,
+    );
+  }
+  const retryAfterMs = retryable ? error.retryAfterMs : undefined;
   const delayMs = backoffDelayMs(message.attempts, settings.backoff, settings.random, retryAfterMs);
-  return retry(new Date(settings.clock.now().getTime() + delayMs), description);
+  return retry(new Date(settings.clock.now().getTime() + delayMs), description, facts);
 }

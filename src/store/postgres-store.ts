@@ -17,6 +17,12 @@ import {
 } from '../core/outbox-store.js';
 import type { QueryResult, SqlExecutor } from '../core/ports.js';
 import type { PurgeReport, PurgeRequest, PurgeStore } from '../core/purge.js';
+import {
+  type AttemptRow,
+  attemptsFromRow,
+  deliveryColumns,
+  failedAttemptJson,
+} from './attempt-log.js';
 import { historyBounds } from './history-groups.js';
 import {
   type ClaimedRow,
@@ -197,21 +203,23 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
     return result.rows.map(messageFromRow);
   }
 
+  /** The message with this id, or null; with its attempt history (`attemptLog`). */
   async get(id: string): Promise<MessageRecord | null> {
-    const result = await this.rowsOf<MessageRow>(this.sql.readMessage, [parseId(id)]);
+    const result = await this.rowsOf<MessageRow & AttemptRow>(this.sql.readMessage, [parseId(id)]);
     const row = result.rows[0];
-    return row ? messageFromRow(row) : null;
+    return row ? withAttempts(row) : null;
   }
 
   /**
-   * The message with this key (the ID receivers deduplicate on), or null. A key that is not a
-   * UUID cannot be in the table: it is a `ValidationError` on `key`, not a database error.
+   * The message with this key (the ID receivers deduplicate on), or null, with its attempt
+   * history. A key that is not a UUID cannot be in the table: it is a `ValidationError` on
+   * `key`, not a database error.
    */
   async getByKey(key: string): Promise<MessageRecord | null> {
     if (!UUID_TEXT.test(key)) throw new ValidationError('key', 'expected a UUID');
-    const result = await this.rowsOf<MessageRow>(this.sql.readMessageByKey, [key]);
+    const result = await this.rowsOf<MessageRow & AttemptRow>(this.sql.readMessageByKey, [key]);
     const row = result.rows[0];
-    return row ? messageFromRow(row) : null;
+    return row ? withAttempts(row) : null;
   }
 
   /** Moves one dead message back to pending, due `now`. False when it is not dead. */
@@ -293,8 +301,8 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
 
 /**
  * The settle statement's parameters for `requests` (see settleClaimedMessages): one array per
- * column of the outcomes, each claim token once, and with delivered history the bounds of the
- * group its deliveries make.
+ * column of the outcomes (their attempt history's included), each claim token once, and with
+ * delivered history the bounds of the group its deliveries make.
  */
 export function settleParameters(
   requests: readonly SettleRequest[],
@@ -309,6 +317,9 @@ export function settleParameters(
   const outcomes: string[] = [];
   const dueTimes: (Date | null)[] = [];
   const errors: (string | null)[] = [];
+  const failedAttempts: (string | null)[] = [];
+  const statuses: (number | null)[] = [];
+  const durations: (number | null)[] = [];
   const delivered: SettledMessage[] = [];
   for (const { message, settlement } of requests) {
     ids.push(message.id);
@@ -330,9 +341,25 @@ export function settleParameters(
           ? settlement.reason
           : null,
     );
+    failedAttempts.push(failedAttemptJson(settlement));
+    const [status, durationMs] = deliveryColumns(settlement);
+    statuses.push(status);
+    durations.push(durationMs);
     if (settlement.outcome === 'delivered') delivered.push(message);
   }
-  const params: unknown[] = [ids, rowIds, tokenNumbers, tokens, outcomes, dueTimes, errors, now];
+  const params: unknown[] = [
+    ids,
+    rowIds,
+    tokenNumbers,
+    tokens,
+    outcomes,
+    dueTimes,
+    errors,
+    now,
+    failedAttempts,
+    statuses,
+    durations,
+  ];
   if (keepDelivered) {
     const bounds = historyBounds(delivered);
     params.push(bounds?.ids ?? null, bounds?.smallestKey ?? null, bounds?.largestKey ?? null);
@@ -346,6 +373,17 @@ export interface DeliveryCount {
   /** Attempts that failed (retried or set aside). */
   failed: number;
   dead: number;
+}
+
+/**
+ * A record read with its attempt columns. A row of messages in state 'delivered' (a dedupe key
+ * kept it there) has its delivery in its log already; one from history gets it added.
+ */
+function withAttempts(row: MessageRow & AttemptRow): MessageRecord {
+  const record = messageFromRow(row);
+  const inHistory = record.state === 'delivered' && row.dedupe_key === null;
+  record.attemptLog = attemptsFromRow(row, inHistory, record.attempts, record.deliveredAt);
+  return record;
 }
 
 /** Claimed rows by due time, then id. */
