@@ -1,6 +1,7 @@
 /** Dashboard pages for messages: a filtered, paged list, and one message shown whole. */
 import { html } from 'hono/html';
 import { MESSAGE_STATES, type MessageRecord, type MessageState } from '../core/outbox-store.js';
+import { attemptsSection } from './attempt-table.js';
 import type { Markup } from './markup.js';
 import { errorCell, messageLink, payloadText, stateBadge, timeCell } from './message-cells.js';
 import { csrfField, type Flash, type PageFrame, signedInPage } from './page-layout.js';
@@ -112,6 +113,7 @@ export function messagePage(frame: PageFrame, message: MessageRecord, flash: Fla
       <dt>Dedupe key</dt><dd>${message.dedupeKey ? html`<code>${message.dedupeKey}</code>` : html`<span class="muted">–</span>`}</dd>
     </dl>
   </section>
+  ${attemptsSection(message, now)}
   <section class="panel">
     <div class="panel-head"><h2>Last error</h2></div>
     ${message.lastError ? html`<pre class="whole last-error">${message.lastError}</pre>` : html`<p class="empty">None.</p>`}

@@ -10,6 +10,7 @@ import { listCommand } from './commands/list.js';
 import { migrateCommand } from './commands/migrate.js';
 import { purgeCommand } from './commands/purge.js';
 import { retryCommand } from './commands/retry.js';
+import { showCommand } from './commands/show.js';
 import { statsCommand } from './commands/stats.js';
 
 export const COMMANDS = [
@@ -17,6 +18,7 @@ export const COMMANDS = [
   drainCommand,
   statsCommand,
   listCommand,
+  showCommand,
   retryCommand,
   discardCommand,
   purgeCommand,

@@ -55,7 +55,8 @@ export function attemptFacts(startedAt: Date, durationMs: number, reported: unkn
       typeof details.providerCode === 'string' && details.providerCode !== ''
         ? storableText(details.providerCode, MAX_PROVIDER_CODE_LENGTH)
         : null,
-    destination: typeof details.destination === 'string' ? destinationOf(details.destination) : null,
+    destination:
+      typeof details.destination === 'string' ? destinationOf(details.destination) : null,
   };
 }
 
@@ -120,7 +121,8 @@ export function attemptErrorExcerpt(error: string): string {
     const code = text.charCodeAt(index);
     // A surrogate pair is 4 bytes for two code units: 2 each.
     const size = code < 0x80 ? 1 : code < 0x800 ? 2 : code >= 0xd800 && code <= 0xdfff ? 2 : 3;
-    if (bytes + size > MAX_ATTEMPT_ERROR_BYTES) return cutToBytes(text, MAX_ATTEMPT_ERROR_BYTES - 3);
+    if (bytes + size > MAX_ATTEMPT_ERROR_BYTES)
+      return cutToBytes(text, MAX_ATTEMPT_ERROR_BYTES - 3);
     bytes += size;
   }
   return text;

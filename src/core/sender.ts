@@ -52,6 +52,7 @@ export type Sender = (
   signal: AbortSignal,
   /** Given by every drain; absent when you call a sender yourself (nothing is counted then). */
   context?: SendContext,
+  // biome-ignore lint/suspicious/noConfusingVoidType: void keeps every sender written before receipts (an async function that returns nothing) a Sender
 ) => Promise<DeliveryReceipt | undefined | void>;
 
 /**

@@ -1,5 +1,5 @@
-import { claimStatement, claimStatements } from './claim-statements.js';
 import { appendedAttemptLog } from './attempt-log.js';
+import { claimStatement, claimStatements } from './claim-statements.js';
 import { ARCHIVED_COLUMNS, archiveMoved } from './history-groups.js';
 import { type OperatorStatements, operatorStatements } from './operator-statements.js';
 import { countOutcomes } from './outcome-counts.js';

@@ -264,7 +264,11 @@ describe('sesSender on the wire', () => {
       expect(isRetryableDeliveryError(error)).toBe(true);
       expect((error as RetryableDeliveryError).retryAfterMs).toBe(SES_THROTTLED_RETRY_AFTER_MS);
       expect((error as Error).message).toContain('Throttling (HTTP 400)');
-      expect(error).toMatchObject({ providerCode: 'Throttling', status: 400, destination: ses.url });
+      expect(error).toMatchObject({
+        providerCode: 'Throttling',
+        status: 400,
+        destination: ses.url,
+      });
     });
 
     it.each(['Daily message quota exceeded.', 'Daily sending quota exceeded.'])(

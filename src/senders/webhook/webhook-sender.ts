@@ -8,12 +8,7 @@ import {
   RetryableDeliveryError,
 } from '../../core/errors.js';
 import { type Clock, systemClock } from '../../core/ports.js';
-import type {
-  DeliveryReceipt,
-  OutboundMessage,
-  SendContext,
-  Sender,
-} from '../../core/sender.js';
+import type { DeliveryReceipt, OutboundMessage, SendContext, Sender } from '../../core/sender.js';
 import { storableText } from '../../core/storable-text.js';
 import {
   connectingFetch,
@@ -177,11 +172,14 @@ export function webhookSender(config: WebhookSenderConfig): Sender {
           { cause: error, destination },
         );
       }
-      throw new RetryableDeliveryError(`webhook to ${destination} failed: ${networkFailure(error)}`, {
-        cause: error,
-        destination,
-        providerCode: networkCode(error),
-      });
+      throw new RetryableDeliveryError(
+        `webhook to ${destination} failed: ${networkFailure(error)}`,
+        {
+          cause: error,
+          destination,
+          providerCode: networkCode(error),
+        },
+      );
     }
     return failUnlessDelivered(response, destination, signal, clock);
   };
