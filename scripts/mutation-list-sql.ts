@@ -333,6 +333,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: STATEMENTS,
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: the source text, placeholder and all
         find: "attempt_log = ${appendedAttemptLog('$8::timestamptz')}",
         replace: 'attempt_log = m.attempt_log',
       },
