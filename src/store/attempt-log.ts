@@ -54,9 +54,7 @@ export function deliveryColumns(settlement: Settlement): [number | null, number 
  * A release leaves the log as it was.
  */
 export function appendedAttemptLog(now: string): string {
-  const kept = `CASE WHEN jsonb_array_length(coalesce(m.attempt_log, '[]'::jsonb))
-              >= ${MAX_RECORDED_ATTEMPTS} THEN m.attempt_log - 0
-            ELSE coalesce(m.attempt_log, '[]'::jsonb) END`;
+  const kept = keptLog();
   return `CASE
           WHEN o.attempt IS NOT NULL THEN ${kept}
             || jsonb_build_array(jsonb_build_object('attempt', m.attempts) || o.attempt)
@@ -64,6 +62,31 @@ export function appendedAttemptLog(now: string): string {
             || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object('attempt', m.attempts,
               'at', ${now}, 'ms', o.ms, 'outcome', 'delivered', 'status', o.status)))
           ELSE m.attempt_log END`;
+}
+
+/** The row's log (alias m) with room for one more entry: the oldest dropped at the cap. */
+function keptLog(): string {
+  return `CASE WHEN jsonb_array_length(coalesce(m.attempt_log, '[]'::jsonb))
+              >= ${MAX_RECORDED_ATTEMPTS} THEN m.attempt_log - 0
+            ELSE coalesce(m.attempt_log, '[]'::jsonb) END`;
+}
+
+/** What an attempt whose drain never recorded an outcome is recorded with. */
+export const LEASE_EXPIRED_ERROR =
+  'the lease expired without an outcome: the drain stopped before recording it (crashed, killed or cut off); the send may have reached the receiver';
+
+/**
+ * The claim's new `attempt_log` for a row of messages (alias m) it takes: a row still claimed
+ * has a lease that ran out, so its last attempt has no outcome; that attempt is appended (as
+ * `dead` when the claim sets the row aside, else `retry`), at its claim's time. Any other row
+ * keeps its log. Written in the claim itself, the only statement that sees such a row.
+ */
+export function leaseExpiredAttemptLog(): string {
+  return `CASE WHEN m.state = 'claimed' THEN ${keptLog()}
+        || jsonb_build_array(jsonb_build_object('attempt', m.attempts, 'at', m.claimed_at,
+          'outcome', CASE WHEN m.attempts >= m.max_attempts THEN 'dead' ELSE 'retry' END,
+          'error', '${LEASE_EXPIRED_ERROR}'))
+      ELSE m.attempt_log END`;
 }
 
 /** The columns a read of one message adds from messages (alias m): its log, no delivery columns. */

@@ -10,7 +10,7 @@ import { PermanentDeliveryError, RetryableDeliveryError } from '../../src/core/e
 import type { SqlExecutor } from '../../src/core/ports.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
-import { MAX_RECORDED_ATTEMPTS } from '../../src/store/attempt-log.js';
+import { LEASE_EXPIRED_ERROR, MAX_RECORDED_ATTEMPTS } from '../../src/store/attempt-log.js';
 import { migrate } from '../../src/store/migrate.js';
 import { migrations } from '../../src/store/migrations.generated.js';
 import { useTestDatabase } from '../support/database.js';
@@ -185,8 +185,8 @@ describe('attempt history', () => {
         },
       },
     });
-    // Written as they were, in one settle: nothing was refused and replaced by a plain text.
-    expect(report).toMatchObject({ retried: 3, settles: 1 });
+    // Written as they were: nothing was refused and replaced by a plain text.
+    expect(report).toMatchObject({ retried: 3 });
     expect(errors).toEqual([]);
     const [first, second, third] = await Promise.all(keys.map((key) => store.getByKey(key)));
     const attempt = first!.attemptLog![0]!;
@@ -205,6 +205,32 @@ describe('attempt history', () => {
       destination: 'https://hooks.example/p/a/t/h',
     });
     expect(third!.attemptLog![0]).toMatchObject({ status: null, destination: null });
+  });
+
+  it('records an attempt whose drain died before its outcome, when the lease runs out', async () => {
+    const { outbox, db, store } = await freshOutbox();
+    const [key] = await outbox.enqueue(db, { kind: KIND, payload: {}, maxAttempts: 2 });
+    const claimAt = (now: Date) =>
+      store.claim({
+        now,
+        claimToken: crypto.randomUUID(),
+        limit: 10,
+        leaseMs: 1000,
+        deadHeadBlocks: true,
+        kinds: [KIND],
+      });
+    // Two drains claim it and die; the third claim finds its attempts spent and sets it aside.
+    const start = Date.now() + 1000;
+    await claimAt(new Date(start));
+    await claimAt(new Date(start + 2000));
+    const third = await claimAt(new Date(start + 4000));
+    expect(third.exhausted).toHaveLength(1);
+    const log = (await store.getByKey(key!))!.attemptLog!;
+    expect(log.map(({ attempt, at, outcome }) => [attempt, at?.getTime(), outcome])).toEqual([
+      [1, start, 'retry'],
+      [2, start + 2000, 'dead'],
+    ]);
+    expect(log[0]!.error).toBe(LEASE_EXPIRED_ERROR);
   });
 
   it(`keeps the newest ${MAX_RECORDED_ATTEMPTS} attempts of a message allowed more`, async () => {
