@@ -362,22 +362,4 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
       },
     ],
   },
-  {
-    name: 'a claim after a lease ran out leaves its lost attempt unrecorded',
-    row: 27,
-    edits: [
-      {
-        file: CLAIM_STATEMENTS,
-        // biome-ignore lint/suspicious/noTemplateCurlyInString: the source text, placeholder and all
-        find: 'attempt_log = ${leaseExpiredAttemptLog()}',
-        replace: 'attempt_log = m.attempt_log',
-      },
-    ],
-    tests: [
-      {
-        file: 'test/store/attempt-history.test.ts',
-        name: 'records an attempt whose drain died before its outcome, when the lease runs out',
-      },
-    ],
-  },
 ];

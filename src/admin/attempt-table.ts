@@ -13,14 +13,14 @@ const OUTCOME_LABELS: Readonly<Record<AttemptRecord['outcome'], string>> = {
 /**
  * The attempts of `message` as a table (time, duration, outcome, status or code, destination,
  * error), and a line for attempts counted but not recorded (made before attempt history, or by
- * a drain that died, until the next claim finds its lease run out).
+ * a drain that died before recording the outcome).
  */
 export function attemptsSection(message: MessageRecord, now: Date): Markup {
   const attempts = message.attemptLog ?? [];
   const unrecorded = Math.max(0, message.attempts - attempts.length);
   const note =
     unrecorded > 0 && message.state !== 'claimed'
-      ? html`<p class="muted small">${unrecorded} earlier attempt${unrecorded === 1 ? '' : 's'} not recorded (made before attempt history existed, or not yet found out: a drain that stopped mid-send is recorded once its lease runs out).</p>`
+      ? html`<p class="muted small">${unrecorded} attempt${unrecorded === 1 ? '' : 's'} not recorded: made before attempt history existed, or by a drain that stopped before recording the outcome (the gaps in the numbers).</p>`
       : '';
   if (attempts.length === 0) {
     return html`<section class="panel attempts">

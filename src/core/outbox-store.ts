@@ -28,8 +28,8 @@ export interface MessageRecord {
   /**
    * The message's attempts, oldest first: every failed one, and its delivery once delivered.
    * Read by `get` and `getByKey`; lists leave it out. Attempts made before attempt history
-   * existed (migration 0007) are not in it (`attempts` still counts them); one whose drain died
-   * is added by the claim that finds its lease run out.
+   * existed (migration 0007), or by a drain that died before recording the outcome, are not in
+   * it (gaps in the attempt numbers): `attempts` still counts them.
    */
   attemptLog?: AttemptRecord[];
 }

@@ -21,7 +21,7 @@ export const MAX_RECORDED_ATTEMPTS = 100;
 
 /**
  * The JSON object the settle appends for a failed attempt (a retry or a dead letter), or null
- * for any other outcome: deliveries are recorded as two numbers (see {@link deliveryColumns}),
+ * for any other outcome: deliveries are recorded as two numbers ({@link deliveryStatus}, {@link deliveryDuration}),
  * releases were no attempt. Its number is added by the statement (the row's attempt count).
  */
 export function failedAttemptJson(settlement: Settlement): string | null {
@@ -40,10 +40,14 @@ export function failedAttemptJson(settlement: Settlement): string | null {
   });
 }
 
-/** A delivery's status and duration for the settle; nulls for other outcomes. */
-export function deliveryColumns(settlement: Settlement): [number | null, number | null] {
-  if (settlement.outcome !== 'delivered' || settlement.attempt === undefined) return [null, null];
-  return [settlement.attempt.status, settlement.attempt.durationMs];
+/** A delivery's HTTP status for the settle; null when not reported, and for other outcomes. */
+export function deliveryStatus(settlement: Settlement): number | null {
+  return settlement.outcome === 'delivered' ? (settlement.attempt?.status ?? null) : null;
+}
+
+/** A delivery's duration in ms for the settle; null when not measured, and for other outcomes. */
+export function deliveryDuration(settlement: Settlement): number | null {
+  return settlement.outcome === 'delivered' ? (settlement.attempt?.durationMs ?? null) : null;
 }
 
 /**
@@ -69,24 +73,6 @@ function keptLog(): string {
   return `CASE WHEN jsonb_array_length(coalesce(m.attempt_log, '[]'::jsonb))
               >= ${MAX_RECORDED_ATTEMPTS} THEN m.attempt_log - 0
             ELSE coalesce(m.attempt_log, '[]'::jsonb) END`;
-}
-
-/** What an attempt whose drain never recorded an outcome is recorded with. */
-export const LEASE_EXPIRED_ERROR =
-  'the lease expired without an outcome: the drain stopped before recording it (crashed, killed or cut off); the send may have reached the receiver';
-
-/**
- * The claim's new `attempt_log` for a row of messages (alias m) it takes: a row still claimed
- * has a lease that ran out, so its last attempt has no outcome; that attempt is appended (as
- * `dead` when the claim sets the row aside, else `retry`), at its claim's time. Any other row
- * keeps its log. Written in the claim itself, the only statement that sees such a row.
- */
-export function leaseExpiredAttemptLog(): string {
-  return `CASE WHEN m.state = 'claimed' THEN ${keptLog()}
-        || jsonb_build_array(jsonb_build_object('attempt', m.attempts, 'at', m.claimed_at,
-          'outcome', CASE WHEN m.attempts >= m.max_attempts THEN 'dead' ELSE 'retry' END,
-          'error', '${LEASE_EXPIRED_ERROR}'))
-      ELSE m.attempt_log END`;
 }
 
 /** The columns a read of one message adds from messages (alias m): its log, no delivery columns. */

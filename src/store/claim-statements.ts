@@ -2,7 +2,6 @@
  * The drain's claim: due rows, head of their ordering key, locked with SKIP LOCKED and leased in
  * one statement. Built per schema and limit by outboxStatements (statements.ts).
  */
-import { leaseExpiredAttemptLog } from './attempt-log.js';
 import { CLAIMED_COLUMNS } from './message-columns.js';
 import { countOutcomes } from './outcome-counts.js';
 
@@ -46,8 +45,10 @@ export function claimStatements(quotedSchema: string): (limit: number, after?: b
  * and a lease (lease_expires_at = now + lease), and counts the attempt. A claimed row whose
  * lease has passed is claimable again (its drain died). A row whose attempts are already
  * spent (its final drain died holding it) is set aside as dead here instead of being sent
- * again. A row whose lease ran out gets its unrecorded attempt in its attempt history
- * (attempt-log.ts). The ordering check lets only the head of each ordering key through: nothing
+ * again. (Its lost attempt is not written to attempt history here: a CASE per claimed row
+ * cost the happy path about 1.5% of its server CPU, docs/benchmarks.md, "Attempt history,
+ * measured"; history shows it as a gap in the attempt numbers.) The ordering check lets only
+ * the head of each ordering key through: nothing
  * earlier with that key may still be pending or claimed (or dead, when dead heads block).
  *
  * The UPDATE changes no indexed column and no column of an index predicate (state,
@@ -123,8 +124,7 @@ export function claimStatement(
       THEN 'attempts exhausted: the final attempt''s lease expired without an outcome '
         || '(the drain crashed or was killed); previous error: '
         || coalesce(m.last_error, 'none')
-      ELSE m.last_error END,
-    attempt_log = ${leaseExpiredAttemptLog()}
+      ELSE m.last_error END
   -- = ANY(ARRAY(...)) rather than a join: on a small table the planner hashed a join
   -- against a full scan; this always probes the primary key (docs/benchmarks.md).
   WHERE m.id = ANY(ARRAY(SELECT id FROM due))

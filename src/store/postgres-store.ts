@@ -20,7 +20,8 @@ import type { PurgeReport, PurgeRequest, PurgeStore } from '../core/purge.js';
 import {
   type AttemptRow,
   attemptsFromRow,
-  deliveryColumns,
+  deliveryDuration,
+  deliveryStatus,
   failedAttemptJson,
 } from './attempt-log.js';
 import { historyBounds } from './history-groups.js';
@@ -342,9 +343,8 @@ export function settleParameters(
           : null,
     );
     failedAttempts.push(failedAttemptJson(settlement));
-    const [status, durationMs] = deliveryColumns(settlement);
-    statuses.push(status);
-    durations.push(durationMs);
+    statuses.push(deliveryStatus(settlement));
+    durations.push(deliveryDuration(settlement));
     if (settlement.outcome === 'delivered') delivered.push(message);
   }
   const params: unknown[] = [
@@ -356,8 +356,11 @@ export function settleParameters(
     dueTimes,
     errors,
     now,
-    failedAttempts,
-    statuses,
+    // A settle of deliveries alone has no failed attempt, and a sender that reports no status
+    // none: one null instead of an array of nulls saves the server parsing it (unnest reads a
+    // null array as empty and pads it with nulls beside the others).
+    failedAttempts.some((attempt) => attempt !== null) ? failedAttempts : null,
+    statuses.some((status) => status !== null) ? statuses : null,
     durations,
   ];
   if (keepDelivered) {

@@ -80,10 +80,18 @@ function fieldRows(message: MessageRecord): string[][] {
   ];
 }
 
-/** The attempts as a table, oldest first, or a line saying there are none. */
+/**
+ * The attempts as a table, oldest first, or a line saying there are none; then how many were
+ * counted but not recorded, if any.
+ */
 function attemptLines(message: MessageRecord): string {
   const attempts = message.attemptLog ?? [];
-  if (attempts.length === 0) return 'no attempt recorded';
+  const unrecorded = message.state === 'claimed' ? 0 : message.attempts - attempts.length;
+  const note =
+    unrecorded > 0
+      ? `\n${unrecorded} attempt(s) not recorded: made before attempt history, or by a drain that stopped before recording the outcome (the gaps in the numbers)`
+      : '';
+  if (attempts.length === 0) return `no attempt recorded${note}`;
   const rows = attempts.map((attempt) => [
     attempt.attempt === null ? '-' : String(attempt.attempt),
     formatTime(attempt.at),
@@ -94,8 +102,9 @@ function attemptLines(message: MessageRecord): string {
     attempt.destination ?? '-',
     attempt.error ?? '-',
   ]);
-  return formatTable([
+  const table = formatTable([
     ['ATTEMPT', 'TIME', 'DURATION', 'OUTCOME', 'STATUS', 'CODE', 'DESTINATION', 'ERROR'],
     ...rows,
   ]);
+  return `${table}${note}`;
 }
