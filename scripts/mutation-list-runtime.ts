@@ -73,7 +73,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: SEND,
-        find: 'const timing = timeouts.begin((error) => finish({ failed: true, error }));',
+        find: 'const timing = timeouts.begin(finish);',
         replace: 'const timing = timeouts.begin(() => {});',
       },
     ],

@@ -20,6 +20,24 @@ export interface AttemptFacts {
   readonly destination: string | null;
 }
 
+/**
+ * What a delivery keeps: its status and duration (history holds nothing more for it). Built only
+ * by {@link deliveryFacts}.
+ */
+export interface DeliveryFacts {
+  readonly status: number | null;
+  readonly durationMs: number;
+}
+
+/** A delivery's facts from its measured duration and the sender's receipt, checked as below. */
+export function deliveryFacts(durationMs: number, receipt: unknown): DeliveryFacts {
+  const status =
+    typeof receipt === 'object' && receipt !== null
+      ? checkedStatus(readDetails(receipt).status)
+      : null;
+  return { status, durationMs: checkedDuration(durationMs) };
+}
+
 /** HTTP's status range: anything outside it is not a status, whatever a sender says. */
 const LOWEST_STATUS = 100;
 const HIGHEST_STATUS = 599;
@@ -47,9 +65,7 @@ export function attemptFacts(startedAt: Date, durationMs: number, reported: unkn
   const details = readDetails(reported);
   return {
     startedAt,
-    durationMs: Number.isFinite(durationMs)
-      ? Math.min(MAX_DURATION_MS, Math.max(0, Math.round(durationMs)))
-      : 0,
+    durationMs: checkedDuration(durationMs),
     status: checkedStatus(details.status),
     providerCode:
       typeof details.providerCode === 'string' && details.providerCode !== ''
@@ -73,6 +89,12 @@ function readDetails(reported: unknown): DeliveryDetails {
   } catch {
     return {};
   }
+}
+
+function checkedDuration(durationMs: number): number {
+  return Number.isFinite(durationMs)
+    ? Math.min(MAX_DURATION_MS, Math.max(0, Math.round(durationMs)))
+    : 0;
 }
 
 function checkedStatus(status: unknown): number | null {

@@ -97,9 +97,8 @@ async function lane(run: DrainRun, { timeouts, settles, context }: LaneShared): 
   for (;;) {
     const next = await nextToSend(run, settles);
     if (!next) return;
-    // The attempt's history gets its start by the drain's clock and its duration by the
-    // monotonic one (a clock step mid-send does not make a send take minutes or less than 0).
-    const startedAt = settings.clock.now();
+    // The attempt's duration by the monotonic clock: a clock step mid-send does not make a
+    // send take minutes, or less than nothing.
     const sendStartedAt = performance.now();
     const result = await sendWithTimeout(next.message, settings, context, timeouts);
     const durationMs = performance.now() - sendStartedAt;
@@ -112,7 +111,7 @@ async function lane(run: DrainRun, { timeouts, settles, context }: LaneShared): 
       noteStop(run, 'budget');
       settlement = release(settings.clock.now());
     } else {
-      settlement = outcomeOf(next.message, result, settings, { startedAt, durationMs });
+      settlement = outcomeOf(next.message, result, settings, durationMs);
     }
     settles.add({ message: next.message, settlement }, next.lease);
     notify(run);

@@ -2,16 +2,16 @@
  * What became of one claimed message. Built only through the constructors below, so an outcome
  * that makes no sense (a retry with no time, a delivery with an error) does not type-check.
  */
-import type { AttemptFacts } from './attempt-facts.js';
+import type { AttemptFacts, DeliveryFacts } from './attempt-facts.js';
 import { storableText } from './storable-text.js';
 
 /**
  * `attempt`, where given, is what the attempt's history records (see attempt-facts.ts): the
- * drain gives it for every send it made. An outcome without one (written by hand, or a dead
- * letter set by a claim) is recorded without the time, duration and details.
+ * drain gives it for every send it made (a delivery: its status and duration only). An outcome
+ * without one (written by hand) is recorded without the time, duration and details.
  */
 export type Settlement =
-  | { readonly outcome: 'delivered'; readonly attempt?: AttemptFacts }
+  | { readonly outcome: 'delivered'; readonly attempt?: DeliveryFacts }
   | {
       readonly outcome: 'retry';
       readonly at: Date;
@@ -32,7 +32,7 @@ declare const errorText: unique symbol;
 export type ErrorText = string & { readonly [errorText]: true };
 
 /** The sender succeeded. */
-export function delivered(attempt?: AttemptFacts): Settlement {
+export function delivered(attempt?: DeliveryFacts): Settlement {
   return attempt === undefined ? { outcome: 'delivered' } : { outcome: 'delivered', attempt };
 }
 

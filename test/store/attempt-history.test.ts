@@ -67,11 +67,13 @@ describe('attempt history', () => {
     // One claim that found the message, one settle, one idle claim: no statement of its own.
     expect(counting.texts.filter((text) => !text.includes('due AS'))).toHaveLength(1);
     const message = await outbox.store(db).getByKey(key!);
+    // When it started: the drain's clock (still, here) less the duration it measured.
+    const durationMs = message?.attemptLog?.[0]?.durationMs ?? Number.NaN;
     expect(message?.attemptLog).toEqual([
       {
         attempt: 1,
-        at: clock.now(),
-        durationMs: expect.any(Number),
+        at: new Date(clock.now().getTime() - durationMs),
+        durationMs,
         outcome: 'retry',
         status: 503,
         providerCode: null,
