@@ -7,6 +7,7 @@
  *   BENCH_SCALE=0.1 npm run bench          # everything, a tenth of the messages: a smoke run
  *   BENCH_ONLY=1,3 npm run bench           # only scenarios 1 and 3 (ids or aliases)
  *   BENCH_RUNS=3 npm run bench             # three measured runs per case instead of five
+ *   BENCH_BASELINE=../old BENCH_ONLY=1 npm run bench   # scenario 1 beside another checkout's build
  */
 import { killChildren } from './lib/children.js';
 import { readBenchConfig } from './lib/config.js';
@@ -125,6 +126,7 @@ try {
       BENCH_SCALE: process.env.BENCH_SCALE,
       BENCH_ONLY: process.env.BENCH_ONLY,
       BENCH_RUNS: process.env.BENCH_RUNS,
+      BENCH_BASELINE: process.env.BENCH_BASELINE,
     },
     machine,
     postgres: { version: postgres.version, settings: postgres.settings },

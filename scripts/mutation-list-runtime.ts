@@ -245,7 +245,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: SEND,
-        find: 'if (isPermanentDeliveryError(error)) return dead(',
+        find: 'if (permanent) return dead(',
         replace: 'if (false) return dead(',
       },
     ],

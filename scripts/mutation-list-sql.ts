@@ -440,4 +440,39 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
       },
     ],
   },
+  {
+    name: 'a failed attempt is not recorded in its settle',
+    row: 32,
+    edits: [
+      {
+        file: STATEMENTS,
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: the source text, placeholder and all
+        find: "attempt_log = ${appendedAttemptLog('$8::timestamptz')}",
+        replace: 'attempt_log = m.attempt_log',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/attempt-history.test.ts',
+        name: 'records a failed attempt in the one settle statement that records its outcome',
+      },
+    ],
+  },
+  {
+    name: "delivered history leaves a message's failed attempts behind",
+    row: 32,
+    edits: [
+      {
+        file: 'src/store/history-groups.ts',
+        find: 'mv.created_at, mv.attempt_log, o.status,',
+        replace: 'mv.created_at, NULL::jsonb, o.status,',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/attempt-history.test.ts',
+        name: 'carries the failures into delivered history with the delivery, and a dedupe-kept row too',
+      },
+    ],
+  },
 ];

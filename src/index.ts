@@ -7,6 +7,8 @@ export { drainOnce } from './core/drain.js';
 export type { DrainOptions, DrainReport, DrainTuning, StopReason } from './core/drain-settings.js';
 export {
   ConfigurationError,
+  type DeliveryDetails,
+  type DeliveryErrorOptions,
   describeError,
   isOutboxError,
   isPermanentDeliveryError,
@@ -22,6 +24,7 @@ export {
 } from './core/errors.js';
 export type { JsonValue, NewMessage, PayloadValidator } from './core/message.js';
 export type {
+  AttemptRecord,
   ClaimedMessage,
   ExhaustedMessage,
   MessageRecord,
@@ -39,7 +42,13 @@ export type {
 } from './core/ports.js';
 export { type PurgeOptions, type PurgeReport, purgeOnce } from './core/purge.js';
 export type { BackoffOptions } from './core/retry-policy.js';
-export type { OutboundMessage, SendContext, Sender, SenderRegistry } from './core/sender.js';
+export type {
+  DeliveryReceipt,
+  OutboundMessage,
+  SendContext,
+  Sender,
+  SenderRegistry,
+} from './core/sender.js';
 export {
   type NeonHttpLike,
   type NeonTransactionQuery,

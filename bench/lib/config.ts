@@ -4,11 +4,15 @@
  * - `BENCH_SCALE` (default 1): multiplies every message count, e.g. 0.1 for a quick smoke run.
  * - `BENCH_ONLY` (default all): comma-separated scenario ids to run, e.g. `1,3` or `1,latency`.
  * - `BENCH_RUNS` (default 5): measured runs per case; the table shows their median and spread.
+ * - `BENCH_BASELINE` (default none): the root of another checkout of this repository (the build
+ *   before a change, with its dependencies installed or linked). Scenario 1 then drains that
+ *   build too, beside this one in every run, and prints what this build costs against it.
  */
 export interface BenchConfig {
   scale: number;
   only: ReadonlySet<string> | null;
   runs: number;
+  baseline: string | null;
 }
 
 /**
@@ -30,7 +34,8 @@ export function readBenchConfig(env: NodeJS.ProcessEnv = process.env): BenchConf
     .split(',')
     .map((id) => id.trim().toLowerCase())
     .filter((id) => id.length > 0);
-  return { scale, runs, only: ids.length > 0 ? new Set(ids) : null };
+  const baseline = env.BENCH_BASELINE?.trim() || null;
+  return { scale, runs, only: ids.length > 0 ? new Set(ids) : null, baseline };
 }
 
 /** A message count under the configured scale, never below `floor` so rates stay meaningful. */

@@ -20,7 +20,12 @@ export interface ResultsFile {
   startedAt: string;
   durationSeconds: number;
   command: string;
-  environment: { BENCH_SCALE?: string; BENCH_ONLY?: string; BENCH_RUNS?: string };
+  environment: {
+    BENCH_SCALE?: string;
+    BENCH_ONLY?: string;
+    BENCH_RUNS?: string;
+    BENCH_BASELINE?: string;
+  };
   machine: MachineInfo;
   postgres: { version: string; settings: Record<string, string> };
   systems: Record<string, { label: string; version: string; settings: Record<string, string> }>;

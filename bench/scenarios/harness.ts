@@ -22,7 +22,7 @@ export function createScenarioContext(
   let databases = 0;
 
   const templateFor = (system: QueueSystem): Promise<string> => {
-    let template = templates.get(system.id);
+    let template = templates.get(dbKey(system));
     if (!template) {
       const name = `bench_${dbKey(system)}_template`;
       template = (async () => {
@@ -30,7 +30,7 @@ export function createScenarioContext(
         await system.install(url);
         return name;
       })();
-      templates.set(system.id, template);
+      templates.set(dbKey(system), template);
     }
     return template;
   };
@@ -56,8 +56,8 @@ export function createScenarioContext(
       };
     },
     async warmUp(system) {
-      if (warmedUp.has(system.id)) return;
-      warmedUp.add(system.id);
+      if (warmedUp.has(dbKey(system))) return;
+      warmedUp.add(dbKey(system));
       progress(`warm-up: ${system.label}, ${WARM_UP_MESSAGES} messages`);
       await measureDrain(context, system, {
         messages: WARM_UP_MESSAGES,
@@ -80,7 +80,7 @@ export function createScenarioContext(
 }
 
 function dbKey(system: QueueSystem): string {
-  return system.id.replace(/[^a-z0-9]/g, '_');
+  return (system.databaseKey ?? system.id).replace(/[^a-z0-9]/g, '_');
 }
 
 export interface DrainCase {

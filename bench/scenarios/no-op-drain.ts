@@ -6,13 +6,15 @@
 import { scaled } from '../lib/config.js';
 import { rotated } from '../lib/order.js';
 import { noopSend } from '../lib/receiver.js';
-import { measurement, RunsBySystem } from '../lib/stats.js';
+import { measurement, median, RunsBySystem } from '../lib/stats.js';
+import { baselineSystem } from '../systems/baseline-build.js';
 import { SYSTEMS } from '../systems/index.js';
 import { outboxRelayNoHistorySystem } from '../systems/outbox-relay.js';
+import type { QueueSystem } from '../systems/types.js';
 import { SYSTEM_IDS, type SystemId } from '../systems/types.js';
 import { DrainCosts } from './drain-costs.js';
-import { measureDrain } from './harness.js';
-import type { ResultRow, Scenario } from './types.js';
+import { type DrainCase, type DrainMeasurement, measureDrain } from './harness.js';
+import type { ResultRow, Scenario, ScenarioContext } from './types.js';
 
 /** The batch and concurrency every system gets in the throughput cases. */
 export const THROUGHPUT_BATCH = 100;
@@ -33,7 +35,17 @@ export const noOpDrainScenario: Scenario = {
     const noHistory = new DrainCosts();
     const enqueues = new RunsBySystem<SystemId>();
     const worker: number[] = [];
+    // Another build of ours (BENCH_BASELINE), drained beside this one in every run.
+    const baseline = context.config.baseline ? await baselineSystem(context.config.baseline) : null;
+    const baselineDrains = new DrainCosts();
     for (const id of SYSTEM_IDS) await context.warmUp(SYSTEMS[id]);
+    if (baseline) await context.warmUp(baseline);
+    const drainCase = {
+      messages,
+      batchSize: THROUGHPUT_BATCH,
+      concurrency: THROUGHPUT_CONCURRENCY,
+      send: noopSend,
+    };
 
     for (let run = 1; run <= context.config.runs; run++) {
       // Systems interleaved within each run and their order rotated run by run, so drift on a
@@ -43,15 +55,22 @@ export const noOpDrainScenario: Scenario = {
         context.progress(
           `1 no-op drain: ${system.label}, ${messages.toLocaleString('en-US')} messages, run ${run}/${context.config.runs}`,
         );
-        const result = await measureDrain(context, system, {
-          messages,
-          batchSize: THROUGHPUT_BATCH,
-          concurrency: THROUGHPUT_CONCURRENCY,
-          send: noopSend,
-        });
+        // The baseline goes right before ours in odd runs and right after in even ones, so
+        // neither build always has the other's leftovers (autovacuum, a warm cache) before it.
+        const withBaseline = baseline !== null && id === 'outbox-relay';
+        if (withBaseline && run % 2 === 1) {
+          baselineDrains.add(id, await measureBaseline(context, baseline, drainCase, run));
+        }
+        const result = await measureDrain(context, system, drainCase);
         drains.add(id, result);
         enqueues.add(id, result.enqueueRate);
-        if (id !== 'outbox-relay') noHistory.add(id, result);
+        if (id !== 'outbox-relay') {
+          noHistory.add(id, result);
+          if (baseline) baselineDrains.add(id, result);
+        }
+        if (withBaseline && run % 2 === 0) {
+          baselineDrains.add(id, await measureBaseline(context, baseline, drainCase, run));
+        }
       }
       context.progress(
         `1 no-op drain: ${outboxRelayNoHistorySystem.label}, ${messages.toLocaleString('en-US')} messages, run ${run}/${context.config.runs}`,
@@ -90,6 +109,9 @@ export const noOpDrainScenario: Scenario = {
         '1',
         `same, outbox-relay with keepDelivered: false (no delivered history; peers' runs as above)`,
       ),
+      ...(baseline
+        ? baselineDrains.rows('1', `same, ${baseline.label}, beside this build in every run`)
+        : []),
       {
         scenario: '1',
         label: `same, pg-boss work() polling worker (${WORKER_WINDOW_MS / 1000} s window)`,
@@ -114,7 +136,37 @@ export const noOpDrainScenario: Scenario = {
       rows,
       notes: [
         `1: pg-boss work() sleeps out pollingIntervalSeconds (0.5 s, its minimum) after every batch, so one worker peaks at batchSize / 0.5 s = ${(THROUGHPUT_BATCH / 0.5).toLocaleString('en-US')} msg/s.`,
+        ...(baseline ? [againstBaseline(drains, baselineDrains)] : []),
       ],
     };
   },
 };
+
+function measureBaseline(
+  context: ScenarioContext,
+  baseline: QueueSystem,
+  drainCase: DrainCase,
+  run: number,
+): Promise<DrainMeasurement> {
+  context.progress(
+    `1 no-op drain: ${baseline.label}, ${drainCase.messages.toLocaleString('en-US')} messages, run ${run}/${context.config.runs}`,
+  );
+  return measureDrain(context, baseline, drainCase);
+}
+
+/**
+ * This build against the baseline: each figure (rate, server CPU, WAL and drain process CPU per
+ * message) as this build / the baseline, from the medians of their runs and, steadier on a
+ * shared machine, as the median of the run-by-run ratios (each run drains the two builds one
+ * right after the other). A rate above 1 is better; CPU and WAL below 1.
+ */
+function againstBaseline(ours: DrainCosts, baseline: DrainCosts): string {
+  const ratios = (runs: RunsBySystem<SystemId>, other: RunsBySystem<SystemId>) => {
+    const mine = runs.get('outbox-relay');
+    const theirs = other.get('outbox-relay');
+    if (!mine || !theirs || mine.length !== theirs.length) return 'n/a';
+    const paired = mine.map((value, run) => value / theirs[run]!);
+    return `${(median(mine) / median(theirs)).toFixed(3)}x (run by run ${median(paired).toFixed(3)}x)`;
+  };
+  return `1: this build / BENCH_BASELINE: rate ${ratios(ours.rates, baseline.rates)}, PostgreSQL CPU per message ${ratios(ours.cpu, baseline.cpu)}, WAL per message ${ratios(ours.wal, baseline.wal)}, drain process CPU per message ${ratios(ours.clientCpu, baseline.clientCpu)}.`;
+}

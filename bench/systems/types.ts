@@ -84,6 +84,11 @@ export interface QueueHandle {
 
 export interface QueueSystem {
   id: SystemId;
+  /**
+   * What its template database and warm-up are keyed by, when not its id: another build of a
+   * system (BENCH_BASELINE) shares the id's column but not its schema.
+   */
+  databaseKey?: string;
   /** Name and version as printed, e.g. "pg-boss 10.4.2". */
   label: string;
   version: string;

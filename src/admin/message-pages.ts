@@ -2,6 +2,7 @@
 import { html } from 'hono/html';
 import type { MessageRecord } from '../core/outbox-store.js';
 import type { HoldingHead } from '../store/postgres-store.js';
+import { attemptsSection } from './attempt-table.js';
 import type { Markup } from './markup.js';
 import { heldByNote, payloadText, stateBadge, timeCell } from './message-cells.js';
 import { csrfField, type Flash, type PageFrame, signedInPage } from './page-layout.js';
@@ -50,6 +51,7 @@ export function messagePage(
       <dt>Dedupe key</dt><dd>${message.dedupeKey ? html`<code>${message.dedupeKey}</code>` : html`<span class="muted">–</span>`}</dd>
     </dl>
   </section>
+  ${attemptsSection(message, now)}
   <section class="panel">
     <div class="panel-head"><h2>Last error</h2></div>
     ${message.lastError ? html`<pre class="whole last-error">${message.lastError}</pre>` : html`<p class="empty">None.</p>`}

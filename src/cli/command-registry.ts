@@ -11,6 +11,7 @@ import { migrateCommand } from './commands/migrate.js';
 import { purgeCommand } from './commands/purge.js';
 import { replayCommand } from './commands/replay.js';
 import { retryCommand } from './commands/retry.js';
+import { showCommand } from './commands/show.js';
 import { statsCommand } from './commands/stats.js';
 
 export const COMMANDS = [
@@ -18,6 +19,7 @@ export const COMMANDS = [
   drainCommand,
   statsCommand,
   listCommand,
+  showCommand,
   retryCommand,
   discardCommand,
   replayCommand,

@@ -99,18 +99,21 @@ async function lane(run: DrainRun, { timeouts, settles, context }: LaneShared): 
   for (;;) {
     const next = await nextToSend(run, settles);
     if (!next) return;
+    // The attempt's duration by the monotonic clock: a clock step mid-send does not make a
+    // send take minutes, or less than nothing.
     const sendStartedAt = performance.now();
-    const error = await sendWithTimeout(next.message, settings, context, timeouts);
-    noteSendTime(run, performance.now() - sendStartedAt);
+    const result = await sendWithTimeout(next.message, settings, context, timeouts);
+    const durationMs = performance.now() - sendStartedAt;
+    noteSendTime(run, durationMs);
     run.inFlight -= 1;
     let settlement: Settlement;
-    if (isSubrequestBudgetError(error)) {
+    if (result.failed && isSubrequestBudgetError(result.error)) {
       // Refused before the request was made: nothing went out, so no attempt is spent.
       run.budgetRefused = true;
       noteStop(run, 'budget');
       settlement = release(settings.clock.now());
     } else {
-      settlement = outcomeOf(next.message, error, settings);
+      settlement = outcomeOf(next.message, result, settings, durationMs);
     }
     settles.add({ message: next.message, settlement }, next.lease);
     notify(run);

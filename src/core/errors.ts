@@ -39,25 +39,71 @@ export class ValidationError extends OutboxError {
   }
 }
 
-/** The provider refused the message for good: retrying cannot help, so it goes to dead letter. */
+/**
+ * What a sender may say about one attempt, besides its outcome: the drain records it in the
+ * message's attempt history (with the time and duration it measured itself) and shows it to
+ * operators. Every field is optional, and what is not storable is repaired or left out, never
+ * refused (see `attemptFacts` in attempt-facts.ts).
+ */
+export interface DeliveryDetails {
+  /** The HTTP status the provider answered, 100 to 599; any other value is not recorded. */
+  status?: number;
+  /** The provider's own error or result code, such as SES's `Throttling` or `ECONNREFUSED`. */
+  providerCode?: string;
+  /**
+   * Where the attempt went: for HTTP, the URL (recorded as scheme, host and path: a user name,
+   * password, query or fragment is dropped); otherwise a name such as `ses:eu-west-1`.
+   */
+  destination?: string;
+}
+
+/** The options every delivery error takes: a cause, and what the attempt found. */
+export interface DeliveryErrorOptions extends DeliveryDetails {
+  cause?: unknown;
+}
+
+/**
+ * The provider refused the message for good: retrying cannot help, so it goes to dead letter.
+ * The {@link DeliveryDetails} given are recorded with the attempt.
+ *
+ * @example
+ * throw new PermanentDeliveryError('notify answered HTTP 410', {
+ *   status: 410,
+ *   destination: 'https://api.example.com/notify',
+ * });
+ */
 export class PermanentDeliveryError extends OutboxError {
-  constructor(message: string, options?: { cause?: unknown }) {
+  readonly status: number | undefined;
+  readonly providerCode: string | undefined;
+  readonly destination: string | undefined;
+
+  constructor(message: string, options?: DeliveryErrorOptions) {
     super('OUTBOX_PERMANENT_DELIVERY', message, options);
     this.name = 'PermanentDeliveryError';
+    this.status = options?.status;
+    this.providerCode = options?.providerCode;
+    this.destination = options?.destination;
   }
 }
 
 /**
  * The send failed in a way that may pass: the message is retried after backoff. `retryAfterMs`
  * carries a provider hint (HTTP `Retry-After`, throttling); it wins when it is later than backoff.
+ * The {@link DeliveryDetails} given are recorded with the attempt.
  */
 export class RetryableDeliveryError extends OutboxError {
   readonly retryAfterMs: number | undefined;
+  readonly status: number | undefined;
+  readonly providerCode: string | undefined;
+  readonly destination: string | undefined;
 
-  constructor(message: string, options?: { cause?: unknown; retryAfterMs?: number }) {
+  constructor(message: string, options?: DeliveryErrorOptions & { retryAfterMs?: number }) {
     super('OUTBOX_RETRYABLE_DELIVERY', message, options);
     this.name = 'RetryableDeliveryError';
     this.retryAfterMs = options?.retryAfterMs;
+    this.status = options?.status;
+    this.providerCode = options?.providerCode;
+    this.destination = options?.destination;
   }
 }
 

@@ -88,7 +88,8 @@ const MESSAGE_PROPERTIES = new Set([
   'maxAttempts',
 ]);
 
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A UUID in its text form, as message keys are written. */
+export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Checks one kind's payload at enqueue; throws {@link ValidationError} naming the field. */
 export type PayloadValidator = (payload: JsonValue, field: string) => void;

@@ -26,6 +26,35 @@ export interface MessageRecord {
   createdAt: Date;
   deliveredAt: Date | null;
   deadAt: Date | null;
+  /**
+   * The message's attempts, oldest first: every failed one, and its delivery once delivered.
+   * Read by `get` and `getByKey`; lists leave it out. Attempts made before attempt history
+   * existed (migration 0007), or by a drain that died before recording the outcome, are not in
+   * it (gaps in the attempt numbers): `attempts` still counts them.
+   */
+  attemptLog?: AttemptRecord[];
+}
+
+/** One attempt of a message, as attempt history recorded it. */
+export interface AttemptRecord {
+  /** Its number, 1 for the first; null when not recorded. */
+  attempt: number | null;
+  /**
+   * A failed attempt: when its send started. A delivery: when its outcome was recorded (its
+   * send ended at most a settle group's wait before).
+   */
+  at: Date | null;
+  /** How long the send took, ms; null when not recorded. */
+  durationMs: number | null;
+  outcome: 'delivered' | 'retry' | 'dead';
+  /** The HTTP status, when the sender reported one. */
+  status: number | null;
+  /** The provider's error code, when the sender reported one. */
+  providerCode: string | null;
+  /** Scheme, host and path (never the query), or a provider's name; null when not reported. */
+  destination: string | null;
+  /** At most 1 KiB of the failure; null for a delivery. */
+  error: string | null;
 }
 
 /**

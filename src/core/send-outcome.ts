@@ -2,6 +2,7 @@
  * One send: the sender called with the message's stable key, bounded by its timeout whatever
  * the sender does with its AbortSignal, and its result turned into the settlement to record.
  */
+import { attemptFacts, deliveryFacts } from './attempt-facts.js';
 import type { Settings } from './drain-settings.js';
 import { describeError, isPermanentDeliveryError, isRetryableDeliveryError } from './errors.js';
 import type { ClaimedMessage } from './outbox-store.js';
@@ -37,10 +38,10 @@ export class SendTimeouts {
   }
 
   /**
-   * Starts the clock on one send; `timedOut` is called with the timeout error if it runs out of
-   * time first. Call `end(send)` when it finishes, however it finishes.
+   * Starts the clock on one send; `timedOut` is called with the timeout's result (failed, with
+   * the timeout error) if it runs out of time first. Call `end(send)` when it finishes, however it finishes.
    */
-  begin(timedOut: (error: Error) => void): InFlightSend {
+  begin(timedOut: (result: SendResult) => void): InFlightSend {
     const expiresAt =
       Math.ceil((performance.now() + this.#timeoutMs) / DEADLINE_STEP_MS) * DEADLINE_STEP_MS;
     if (this.#newest?.expiresAt !== expiresAt) {
@@ -83,7 +84,7 @@ export class SendTimeouts {
       const error = new SendTimeoutError(`send timed out after ${this.#timeoutMs} ms`);
       // Shared by the sends of one deadline step, all past their time now; the first abort counts.
       send.controller.abort(error);
-      send.timedOut(error);
+      send.timedOut({ failed: true, error });
     }
   }
 }
@@ -92,16 +93,27 @@ interface InFlightSend {
   id: number;
   controller: AbortController;
   expiresAt: number;
-  timedOut: (error: Error) => void;
+  timedOut: (result: SendResult) => void;
 }
 
-/** Resolves to undefined on success, or the failure. Never rejects, never outlives its timeout. */
+/**
+ * How one send ended: `failed` false with whatever the sender resolved with (its receipt), or
+ * true with what it threw (or the timeout).
+ */
+export type SendResult =
+  | { readonly failed: false; readonly receipt: unknown }
+  | { readonly failed: true; readonly error: unknown };
+
+/** A delivery whose sender resolved with nothing: one object for all of them. */
+const DELIVERED: SendResult = Object.freeze({ failed: false, receipt: undefined });
+
+/** Resolves to how the send ended. Never rejects, never outlives its timeout. */
 export function sendWithTimeout(
   message: ClaimedMessage,
   settings: Settings,
   context: SendContext,
   timeouts: SendTimeouts,
-): Promise<unknown> {
+): Promise<SendResult> {
   const sender = settings.senders[message.kind]!;
   const outbound: OutboundMessage = {
     key: message.key,
@@ -115,17 +127,20 @@ export function sendWithTimeout(
   };
   // One promise settled by whichever comes first, the send or its timeout: a late result of a
   // send cut loose is ignored.
-  return new Promise<unknown>((finish) => {
+  return new Promise<SendResult>((finish) => {
     const timing = timeouts.begin(finish);
     Promise.resolve()
       .then(() => sender(outbound, timing.controller.signal, context))
       .then(
-        () => undefined,
-        (error: unknown) => error ?? new Error('sender rejected with no reason'),
+        (receipt): SendResult => (receipt === undefined ? DELIVERED : { failed: false, receipt }),
+        (error: unknown): SendResult => ({
+          failed: true,
+          error: error ?? new Error('sender rejected with no reason'),
+        }),
       )
-      .then((error) => {
+      .then((result) => {
         timeouts.end(timing);
-        finish(error);
+        finish(result);
       });
   });
 }
@@ -137,14 +152,38 @@ class SendTimeoutError extends Error {
   }
 }
 
-export function outcomeOf(message: ClaimedMessage, error: unknown, settings: Settings): Settlement {
-  if (error === undefined) return delivered();
+/**
+ * The settlement of one send, with its attempt's facts: the timing the drain measured, and the
+ * details the sender reported (a receipt on success; the fields of a delivery error on failure;
+ * nothing from any other thrown value).
+ */
+export function outcomeOf(
+  message: ClaimedMessage,
+  result: SendResult,
+  settings: Settings,
+  durationMs: number,
+): Settlement {
+  if (!result.failed) return delivered(deliveryFacts(durationMs, result.receipt));
+  const { error } = result;
   const description = describeError(error);
-  if (isPermanentDeliveryError(error)) return dead(`permanent failure: ${description}`);
+  const permanent = isPermanentDeliveryError(error);
+  const retryable = !permanent && isRetryableDeliveryError(error);
+  // When it started: now, less the duration the monotonic clock measured. Read only for a
+  // failure, so a delivery costs no clock read.
+  const now = settings.clock.now().getTime();
+  const facts = attemptFacts(
+    new Date(now - Math.round(durationMs)),
+    durationMs,
+    permanent || retryable ? error : undefined,
+  );
+  if (permanent) return dead(`permanent failure: ${description}`, facts);
   if (message.attempts >= message.maxAttempts) {
-    return dead(`attempts exhausted (${message.attempts}/${message.maxAttempts}): ${description}`);
+    return dead(
+      `attempts exhausted (${message.attempts}/${message.maxAttempts}): ${description}`,
+      facts,
+    );
   }
-  const retryAfterMs = isRetryableDeliveryError(error) ? error.retryAfterMs : undefined;
+  const retryAfterMs = retryable ? error.retryAfterMs : undefined;
   const delayMs = backoffDelayMs(message.attempts, settings.backoff, settings.random, retryAfterMs);
-  return retry(new Date(settings.clock.now().getTime() + delayMs), description);
+  return retry(new Date(now + delayMs), description, facts);
 }

@@ -1,3 +1,4 @@
+import type { DeliveryDetails } from './errors.js';
 import type { JsonValue } from './message.js';
 
 /** What a sender receives: everything needed to deliver once, and to be deduplicated after. */
@@ -21,16 +22,45 @@ export interface OutboundMessage {
  * `RetryableDeliveryError` (optionally with `retryAfterMs`) when it may pass; any other thrown
  * value counts as retryable, because an unknown failure is more often a blip than a verdict.
  *
+ * Every attempt goes into the message's attempt history, with when it started and how long it
+ * took (the drain measures both). A sender may add what it knows: resolve with a
+ * {@link DeliveryReceipt} (the status, the destination), and give the same fields to the
+ * delivery errors it throws. Resolving with nothing is fine too: the attempt is recorded without
+ * them.
+ *
  * Honour `signal`: it aborts when the send's time is up, so the drain can settle before its
  * lease or the invocation ends. A sender that ignores it is cut loose and counted as a timeout;
  * its late success cannot be recorded and the message will be sent again, with the same key.
+ *
+ * @example
+ * const hook: Sender = async (message, signal) => {
+ *   const url = 'https://api.example.com/notify';
+ *   const response = await fetch(url, {
+ *     method: 'POST',
+ *     headers: { 'idempotency-key': message.key },
+ *     body: JSON.stringify(message.payload),
+ *     signal,
+ *   });
+ *   const details = { status: response.status, destination: url };
+ *   if (response.status >= 500) throw new RetryableDeliveryError('notify failed', details);
+ *   if (!response.ok) throw new PermanentDeliveryError('notify refused it', details);
+ *   return details; // recorded with the delivery
+ * };
  */
 export type Sender = (
   message: OutboundMessage,
   signal: AbortSignal,
   /** Given by every drain; absent when you call a sender yourself (nothing is counted then). */
   context?: SendContext,
-) => Promise<void>;
+  // biome-ignore lint/suspicious/noConfusingVoidType: void keeps every sender written before receipts (an async function that returns nothing) a Sender
+) => Promise<DeliveryReceipt | undefined | void>;
+
+/**
+ * What a sender may resolve with: what it knows of the delivery, recorded with it in the
+ * message's attempt history. Only `status` is kept for a delivery (with its duration); the
+ * destination and code are kept for failed attempts.
+ */
+export type DeliveryReceipt = DeliveryDetails;
 
 /**
  * What the drain lends one send besides its time: the subrequest budget, and the identity of

@@ -212,8 +212,9 @@ function plainSettlement(settlement: Settlement, error: unknown): Settlement | u
       ? ` (${String(error.code)})`
       : '';
   const text = `the store refused this attempt's error text${code}; the drain logged it`;
-  if (settlement.outcome === 'retry') return retry(settlement.at, text);
-  if (settlement.outcome === 'dead') return dead(text);
+  // The attempt's facts stay: attemptFacts made them storable already.
+  if (settlement.outcome === 'retry') return retry(settlement.at, text, settlement.attempt);
+  if (settlement.outcome === 'dead') return dead(text, settlement.attempt);
   return undefined;
 }
 

@@ -2,12 +2,23 @@
  * What became of one claimed message. Built only through the constructors below, so an outcome
  * that makes no sense (a retry with no time, a delivery with an error) does not type-check.
  */
+import type { AttemptFacts, DeliveryFacts } from './attempt-facts.js';
 import { storableText } from './storable-text.js';
 
+/**
+ * `attempt`, where given, is what the attempt's history records (see attempt-facts.ts): the
+ * drain gives it for every send it made (a delivery: its status and duration only). An outcome
+ * without one (written by hand) is recorded without the time, duration and details.
+ */
 export type Settlement =
-  | { readonly outcome: 'delivered' }
-  | { readonly outcome: 'retry'; readonly at: Date; readonly error: ErrorText }
-  | { readonly outcome: 'dead'; readonly reason: ErrorText }
+  | { readonly outcome: 'delivered'; readonly attempt?: DeliveryFacts }
+  | {
+      readonly outcome: 'retry';
+      readonly at: Date;
+      readonly error: ErrorText;
+      readonly attempt?: AttemptFacts;
+    }
+  | { readonly outcome: 'dead'; readonly reason: ErrorText; readonly attempt?: AttemptFacts }
   | { readonly outcome: 'release'; readonly at: Date };
 
 declare const errorText: unique symbol;
@@ -21,24 +32,26 @@ declare const errorText: unique symbol;
 export type ErrorText = string & { readonly [errorText]: true };
 
 /** The sender succeeded. */
-export function delivered(): Settlement {
-  return { outcome: 'delivered' };
+export function delivered(attempt?: DeliveryFacts): Settlement {
+  return attempt === undefined ? { outcome: 'delivered' } : { outcome: 'delivered', attempt };
 }
 
 /**
  * Try again no earlier than `at`; the attempt counts. `error` is stored made storable and
  * readable, within {@link MAX_ERROR_LENGTH}, whatever it holds (see {@link ErrorText}).
  */
-export function retry(at: Date, error: string): Settlement {
-  return { outcome: 'retry', at, error: storableError(error) };
+export function retry(at: Date, error: string, attempt?: AttemptFacts): Settlement {
+  const settlement = { outcome: 'retry', at, error: storableError(error) } as const;
+  return attempt === undefined ? settlement : { ...settlement, attempt };
 }
 
 /**
  * Set aside for an operator: permanent failure or attempts exhausted. `reason` is stored as
  * {@link retry} stores its error.
  */
-export function dead(reason: string): Settlement {
-  return { outcome: 'dead', reason: storableError(reason) };
+export function dead(reason: string, attempt?: AttemptFacts): Settlement {
+  const settlement = { outcome: 'dead', reason: storableError(reason) } as const;
+  return attempt === undefined ? settlement : { ...settlement, attempt };
 }
 
 /** Claimed but never sent: claimable again from `at`, and the attempt does not count. */

@@ -96,9 +96,9 @@ export function limitSender(sender: Sender, limits: SendLimits): Sender {
     message: Parameters<Sender>[0],
     signal: AbortSignal,
     context: SendContext | undefined,
-  ): Promise<void> => {
+  ): ReturnType<Sender> => {
     running += 1;
-    let sending: Promise<void>;
+    let sending: ReturnType<Sender>;
     try {
       sending = sender(message, signal, context);
     } catch (error) {
@@ -119,7 +119,7 @@ export function limitSender(sender: Sender, limits: SendLimits): Sender {
     if (queue.length === 0 && running < maxConcurrent && rateWaitMs() === 0) {
       return start(message, signal, context);
     }
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<Awaited<ReturnType<Sender>>>((resolve, reject) => {
       const waiter: Waiter = {
         admit: () => {
           signal.removeEventListener('abort', onAbort);

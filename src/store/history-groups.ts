@@ -8,7 +8,7 @@ import { compareMessageIds } from '../core/message-id.js';
  * An INSERT that appends history groups made from `source`, rows in the columns of
  * `delivered_message` (id, key, kind, payload, ordering_key, attempts, max_attempts, due_at,
  * last_error, created_at) plus `delivered_at`, one group per value of `groupBy` (none when
- * there are no rows). Each group
+ * there are no rows), with no attempt history (as history before migration 0007). Each group
  * gets its size, its ids as a multirange (exact), its keys' range from smallest to largest, and
  * its messages as one array. The key range compares keys as text in the "C" collation, which
  * orders them as uuid does (PostgreSQL has no min or max for uuid). For history written straight
@@ -21,7 +21,8 @@ export function insertHistoryGroups(quotedSchema: string, source: string, groupB
           ${quotedSchema}.message_key_range(min(key::text COLLATE "C")::uuid,
             max(key::text COLLATE "C")::uuid, '[]'),
           array_agg(ROW(id, key, kind, payload, ordering_key, attempts, max_attempts, due_at,
-            last_error, created_at)::${quotedSchema}.delivered_message)
+            last_error, created_at, NULL::jsonb, NULL::integer, NULL::integer)
+            ::${quotedSchema}.delivered_message)
         FROM ${source}
         GROUP BY ${groupBy}`;
 }
@@ -30,12 +31,13 @@ export function insertHistoryGroups(quotedSchema: string, source: string, groupB
  * The columns the settle's delete returns for history, in the order of `delivered_message`.
  */
 export const ARCHIVED_COLUMNS = `m.id, m.key, m.kind, m.payload, m.ordering_key, m.attempts,
-          m.max_attempts, m.due_at, m.last_error, m.created_at`;
+          m.max_attempts, m.due_at, m.last_error, m.created_at, m.attempt_log`;
 
 /**
  * The settle's step (a CTE over `moved`, the rows its delete took) that appends those messages
  * to delivered history as ONE group, stamped with the settle's time ($8), none when it delivered
- * nothing. The group's ids ($9, an int8multirange) and key range ($10 to $11) come with the
+ * nothing, each with its attempt log and its delivery's status and duration (from its outcome
+ * in `owned`). The group's ids ($12, an int8multirange) and key range ($13 to $14) come with the
  * statement, from {@link historyBounds} over the settle's deliveries: the drain has them at
  * hand, and aggregating them here (range_agg, and keys compared as text, since PostgreSQL has
  * no min or max for uuid) cost more server CPU than the rest of the group (docs/benchmarks.md).
@@ -49,11 +51,12 @@ export const ARCHIVED_COLUMNS = `m.id, m.key, m.kind, m.payload, m.ordering_key,
 export function archiveMoved(quotedSchema: string): string {
   return `archived AS (
         INSERT INTO ${quotedSchema}.delivered_groups (delivered_at, size, ids, keys, messages)
-        SELECT $8::timestamptz, count(*), $9::int8multirange,
-          ${quotedSchema}.message_key_range($10::uuid, $11::uuid, '[]'),
-          array_agg(ROW(id, key, kind, payload, ordering_key, attempts, max_attempts, due_at,
-            last_error, created_at)::${quotedSchema}.delivered_message)
-        FROM moved
+        SELECT $8::timestamptz, count(*), $12::int8multirange,
+          ${quotedSchema}.message_key_range($13::uuid, $14::uuid, '[]'),
+          array_agg(ROW(mv.id, mv.key, mv.kind, mv.payload, mv.ordering_key, mv.attempts,
+            mv.max_attempts, mv.due_at, mv.last_error, mv.created_at, mv.attempt_log, o.status,
+            o.ms)::${quotedSchema}.delivered_message)
+        FROM moved mv JOIN owned o ON o.id = mv.id
         HAVING count(*) > 0
       ),`;
 }

@@ -4,6 +4,7 @@
  * settled, as groups (delivered_groups, one row per settle, its messages in an array), so every
  * read of a message looks in messages and in the groups that may hold it.
  */
+import { DELIVERED_ATTEMPT_COLUMNS, LIVE_ATTEMPT_COLUMNS } from './attempt-log.js';
 import { DELIVERED_COLUMNS, MESSAGE_COLUMNS } from './message-columns.js';
 
 export interface OperatorStatements {
@@ -305,12 +306,13 @@ export function operatorStatements(quotedSchema: string): OperatorStatements {
 
     /**
      * $1 id. In messages or, once delivered, in history (never both: settle moves it): in the
-     * groups whose id multirange holds it (exact), on delivered_groups_ids.
+     * groups whose id multirange holds it (exact), on delivered_groups_ids. With its attempt
+     * history (attempt-log.ts), which lists leave out.
      */
     readMessage: `
-      SELECT ${MESSAGE_COLUMNS} FROM ${messages} m WHERE m.id = $1
+      SELECT ${MESSAGE_COLUMNS}, ${LIVE_ATTEMPT_COLUMNS} FROM ${messages} m WHERE m.id = $1
       UNION ALL
-      SELECT ${DELIVERED_COLUMNS} FROM ${historyMessages(groups)}
+      SELECT ${DELIVERED_COLUMNS}, ${DELIVERED_ATTEMPT_COLUMNS} FROM ${historyMessages(groups)}
       WHERE g.ids @> $1::bigint AND h.id = $1`,
 
     /**
@@ -320,9 +322,9 @@ export function operatorStatements(quotedSchema: string): OperatorStatements {
      * then looks through all of history.
      */
     readMessageByKey: `
-      SELECT ${MESSAGE_COLUMNS} FROM ${messages} m WHERE m.key = $1::uuid
+      SELECT ${MESSAGE_COLUMNS}, ${LIVE_ATTEMPT_COLUMNS} FROM ${messages} m WHERE m.key = $1::uuid
       UNION ALL
-      SELECT ${DELIVERED_COLUMNS} FROM ${historyMessages(groups)}
+      SELECT ${DELIVERED_COLUMNS}, ${DELIVERED_ATTEMPT_COLUMNS} FROM ${historyMessages(groups)}
       WHERE g.keys @> $1::uuid AND h.key = $1::uuid`,
 
     /**

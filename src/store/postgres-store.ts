@@ -18,6 +18,13 @@ import {
 } from '../core/outbox-store.js';
 import type { QueryResult, SqlExecutor } from '../core/ports.js';
 import type { PurgeReport, PurgeRequest, PurgeStore } from '../core/purge.js';
+import {
+  type AttemptRow,
+  attemptsFromRow,
+  deliveryDuration,
+  deliveryStatus,
+  failedAttemptJson,
+} from './attempt-log.js';
 import { historyBounds } from './history-groups.js';
 import { decodeCursor, encodeCursor, listOrderTime } from './list-cursor.js';
 import {
@@ -260,21 +267,23 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
     return heads;
   }
 
+  /** The message with this id, or null; with its attempt history (`attemptLog`). */
   async get(id: string): Promise<MessageRecord | null> {
-    const result = await this.rowsOf<MessageRow>(this.sql.readMessage, [parseId(id)]);
+    const result = await this.rowsOf<MessageRow & AttemptRow>(this.sql.readMessage, [parseId(id)]);
     const row = result.rows[0];
-    return row ? messageFromRow(row) : null;
+    return row ? withAttempts(row) : null;
   }
 
   /**
-   * The message with this key (the ID receivers deduplicate on), or null. A key that is not a
-   * UUID cannot be in the table: it is a `ValidationError` on `key`, not a database error.
+   * The message with this key (the ID receivers deduplicate on), or null, with its attempt
+   * history. A key that is not a UUID cannot be in the table: it is a `ValidationError` on
+   * `key`, not a database error.
    */
   async getByKey(key: string): Promise<MessageRecord | null> {
     if (!UUID_TEXT.test(key)) throw new ValidationError('key', 'expected a UUID');
-    const result = await this.rowsOf<MessageRow>(this.sql.readMessageByKey, [key]);
+    const result = await this.rowsOf<MessageRow & AttemptRow>(this.sql.readMessageByKey, [key]);
     const row = result.rows[0];
-    return row ? messageFromRow(row) : null;
+    return row ? withAttempts(row) : null;
   }
 
   /** Moves one dead message back to pending, due `now`. False when it is not dead. */
@@ -402,8 +411,8 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
 
 /**
  * The settle statement's parameters for `requests` (see settleClaimedMessages): one array per
- * column of the outcomes, each claim token once, and with delivered history the bounds of the
- * group its deliveries make.
+ * column of the outcomes (their attempt history's included), each claim token once, and with
+ * delivered history the bounds of the group its deliveries make.
  */
 export function settleParameters(
   requests: readonly SettleRequest[],
@@ -418,6 +427,9 @@ export function settleParameters(
   const outcomes: string[] = [];
   const dueTimes: (Date | null)[] = [];
   const errors: (string | null)[] = [];
+  const failedAttempts: (string | null)[] = [];
+  const statuses: (number | null)[] = [];
+  const durations: (number | null)[] = [];
   const delivered: SettledMessage[] = [];
   for (const { message, settlement } of requests) {
     ids.push(message.id);
@@ -439,9 +451,27 @@ export function settleParameters(
           ? settlement.reason
           : null,
     );
+    failedAttempts.push(failedAttemptJson(settlement));
+    statuses.push(deliveryStatus(settlement));
+    durations.push(deliveryDuration(settlement));
     if (settlement.outcome === 'delivered') delivered.push(message);
   }
-  const params: unknown[] = [ids, rowIds, tokenNumbers, tokens, outcomes, dueTimes, errors, now];
+  const params: unknown[] = [
+    ids,
+    rowIds,
+    tokenNumbers,
+    tokens,
+    outcomes,
+    dueTimes,
+    errors,
+    now,
+    // A settle of deliveries alone has no failed attempt, and a sender that reports no status
+    // none: one null instead of an array of nulls saves the server parsing it (unnest reads a
+    // null array as empty and pads it with nulls beside the others).
+    failedAttempts.some((attempt) => attempt !== null) ? failedAttempts : null,
+    statuses.some((status) => status !== null) ? statuses : null,
+    durations,
+  ];
   if (keepDelivered) {
     const bounds = historyBounds(delivered);
     params.push(bounds?.ids ?? null, bounds?.smallestKey ?? null, bounds?.largestKey ?? null);
@@ -455,6 +485,17 @@ export interface DeliveryCount {
   /** Attempts that failed (retried or set aside). */
   failed: number;
   dead: number;
+}
+
+/**
+ * A record read with its attempt columns. A row of messages in state 'delivered' (a dedupe key
+ * kept it there) has its delivery in its log already; one from history gets it added.
+ */
+function withAttempts(row: MessageRow & AttemptRow): MessageRecord {
+  const record = messageFromRow(row);
+  const inHistory = record.state === 'delivered' && row.dedupe_key === null;
+  record.attemptLog = attemptsFromRow(row, inHistory, record.attempts, record.deliveredAt);
+  return record;
 }
 
 /** Claimed rows by due time, then id. */

@@ -13,6 +13,7 @@
  * $1 kinds, $2 destination (LIKE-escaped), $3 ordering keys, $4 error text (LIKE-escaped),
  * $5 since, $6 until, $7 ids, $8 the stretch's start (exclusive), $9 its end (inclusive).
  */
+import { resentAttemptLog } from './attempt-log.js';
 
 /**
  * Ids per stretch: counting 10,000 rows of messages by primary key, or the groups holding 10,000
@@ -36,6 +37,7 @@ export const RESENT_FROM_HISTORY: readonly (readonly [column: string, value: str
   ['max_attempts', 'a.max_attempts'],
   ['last_error', 'a.last_error'],
   ['created_at', 'a.created_at'],
+  ['attempt_log', resentAttemptLog('a.group_delivered_at')],
 ];
 
 /**
@@ -178,7 +180,8 @@ export function replayStatements(quotedSchema: string): ReplayStatements {
     resendDeliveredStretch: `
       WITH live AS (${firstInMessages(messages, 'delivered')}),
       archived AS (
-        SELECT h.*, g.id AS group_id FROM ${historyInStretch(groups)}
+        SELECT h.*, g.id AS group_id, g.delivered_at AS group_delivered_at
+        FROM ${historyInStretch(groups)}
           AND ${matches('h', 'g.delivered_at')}
         ORDER BY h.id LIMIT $11
         FOR UPDATE OF g

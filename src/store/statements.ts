@@ -1,3 +1,4 @@
+import { appendedAttemptLog } from './attempt-log.js';
 import { claimStatement, claimStatements } from './claim-statements.js';
 import { ARCHIVED_COLUMNS, archiveMoved } from './history-groups.js';
 import { type MetricStatements, metricStatements } from './metric-statements.js';
@@ -87,9 +88,15 @@ export function outboxStatements(
      * $1 ids, $2 the row version each claim returned (ctid), $3 each outcome's claim token as a
      * number from 1 into $4 (a group's outcomes come from a few claims, so each token is written
      * and parsed once, not once per outcome), $5 outcomes ('delivered' | 'retry' | 'dead' |
-     * 'release'), $6 next due times (retry, release), $7 errors, $8 now; with delivered history
-     * also $9 the delivered ids as an int8multirange and $10, $11 their smallest and largest key
-     * (see archiveMoved).
+     * 'release'), $6 next due times (retry, release), $7 errors, $8 now, $9 each failed
+     * attempt as JSON text (null for other outcomes), $10 each delivery's HTTP status and $11 its
+     * duration in ms (nulls for other outcomes); with delivered history also $12 the delivered
+     * ids as an int8multirange and $13, $14 their smallest and largest key (see archiveMoved).
+     *
+     * Attempt history is written here too (attempt-log.ts): a retry or a dead letter appends its
+     * attempt to the row's attempt_log, and a delivery takes its status and duration into
+     * history with the failures before it. A message that never failed has no log, so the
+     * happy path writes two small numbers per message more and nothing else.
      *
      * Every outcome of a batch in one statement. The token in the WHERE clause proves this drain
      * still owns each claim: a row whose lease expired and that another drain re-claimed has a
@@ -114,9 +121,10 @@ export function outboxStatements(
     settleClaimedMessages: `
       WITH o AS (
         SELECT o.id, o.row_id, ($4::uuid[])[o.token] AS claim_token, o.outcome, o.due_at,
-          o.error
+          o.error, o.attempt::jsonb AS attempt, o.status, o.ms
         FROM unnest($1::bigint[], $2::tid[], $3::integer[], $5::text[], $6::timestamptz[],
-          $7::text[]) AS o(id, row_id, token, outcome, due_at, error)
+          $7::text[], $9::text[], $10::integer[], $11::integer[])
+          AS o(id, row_id, token, outcome, due_at, error, attempt, status, ms)
       ),
       -- Each outcome's row, if this drain still owns it, read where the claim left it: a TID
       -- scan per outcome, one heap fetch whatever the statistics say. The LATERAL subquery keeps
@@ -161,7 +169,8 @@ export function outboxStatements(
           due_at = CASE WHEN o.outcome IN ('retry', 'release') THEN o.due_at ELSE m.due_at END,
           delivered_at = CASE WHEN o.outcome = 'delivered' THEN $8::timestamptz END,
           dead_at = CASE WHEN o.outcome = 'dead' THEN $8::timestamptz END,
-          last_error = CASE WHEN o.outcome IN ('retry', 'dead') THEN o.error ELSE m.last_error END
+          last_error = CASE WHEN o.outcome IN ('retry', 'dead') THEN o.error ELSE m.last_error END,
+          attempt_log = ${appendedAttemptLog('$8::timestamptz')}
         FROM owned o
         WHERE m.ctid = ANY (ARRAY(SELECT row_id FROM owned WHERE NOT moves))
           AND m.ctid = o.row_id

@@ -76,7 +76,7 @@ describe('the command line', () => {
 
   it('refuses unknown commands and options, missing values, values to switches and repeats', () => {
     expect(usageMessage(['send'])).toBe(
-      'unknown command "send"; commands: migrate, drain, stats, list, retry, discard, replay, purge, enqueue',
+      'unknown command "send"; commands: migrate, drain, stats, list, show, retry, discard, replay, purge, enqueue',
     );
     expect(usageMessage(['--json'])).toMatch(/^unknown option --json before the command/);
     expect(usageMessage(['help', 'send'])).toMatch(/^help: unknown command "send"/);
@@ -194,7 +194,7 @@ describe('drain arguments', () => {
   });
 });
 
-describe('list, retry and discard arguments', () => {
+describe('list, show, retry and discard arguments', () => {
   it('list needs a known state and a limit in range', () => {
     expect(
       argsOf(['list', '--state', 'dead', '--limit', '10', '--cursor', 'abc'], 'list').args,
@@ -235,6 +235,19 @@ describe('list, retry and discard arguments', () => {
     );
     expect(argsOf(['discard', '9223372036854775807'], 'discard').args.id).toBe(
       '9223372036854775807',
+    );
+  });
+
+  it('show takes one message id or key', () => {
+    expect(argsOf(['show', '42'], 'show').args).toEqual({ target: { id: '42' }, json: false });
+    const key = 'E17FECA1-5856-4538-806A-B38E465839A6';
+    expect(argsOf(['show', key, '--json'], 'show').args).toEqual({ target: { key }, json: true });
+    expect(usageMessage(['show'])).toBe(
+      'show: give a message id (as `outbox list` shows it) or key (a UUID)',
+    );
+    expect(usageMessage(['show', '1', '2'])).toBe('show: one message at a time');
+    expect(usageMessage(['show', '9223372036854775808'])).toMatch(
+      /^show: "9223372036854775808" is neither a message id \(a positive integer\) nor a message key/,
     );
   });
 });

@@ -90,7 +90,7 @@ describe('sesSender with the aws-ses-v2-local emulator', () => {
     const text = 'Hallo Zoë,\n\nyour order ships today. = not an escape\n\n— Acme';
     const html = '<p>Hallo Zoë,</p><p>your order <b>ships</b> today.</p>';
     const send = sesSender(sesConfig(emulatorUrl));
-    await send(
+    const receipt = await send(
       outboundMessage('email', {
         to: ['Zoë Ünïcödé <zoe@example.com>', 'ada@example.com'],
         cc: 'Charles <charles@example.com>',
@@ -101,6 +101,8 @@ describe('sesSender with the aws-ses-v2-local emulator', () => {
       }),
       openSignal(),
     );
+    // Attempt history's part: SES's status, and the endpoint it went to.
+    expect(receipt).toEqual({ status: 200, destination: emulatorUrl });
 
     const store = (await (await fetch(`${emulatorUrl}/store`)).json()) as {
       emails: {
@@ -262,6 +264,11 @@ describe('sesSender on the wire', () => {
       expect(isRetryableDeliveryError(error)).toBe(true);
       expect((error as RetryableDeliveryError).retryAfterMs).toBe(SES_THROTTLED_RETRY_AFTER_MS);
       expect((error as Error).message).toContain('Throttling (HTTP 400)');
+      expect(error).toMatchObject({
+        providerCode: 'Throttling',
+        status: 400,
+        destination: ses.url,
+      });
     });
 
     it.each(['Daily message quota exceeded.', 'Daily sending quota exceeded.'])(

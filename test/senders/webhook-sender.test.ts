@@ -203,13 +203,26 @@ describe('webhookSender', () => {
     expect(snippet.length).toBeLessThanOrEqual(RESPONSE_SNIPPET_CHARACTERS + 1);
   });
 
-  it('names the origin but not the path in errors, since paths often hold tokens', async () => {
+  it('names the path in errors and in the attempt, but never the query string', async () => {
     replies = [(response) => response.writeHead(500).end()];
     const error = await rejectionOf(
-      sender()(webhookMessage({ url: `${receiver.url}/hooks/T0K3N-secret-path` }), openSignal()),
+      sender()(
+        webhookMessage({ url: `${receiver.url}/hooks/orders?token=T0K3N-secret#frag` }),
+        openSignal(),
+      ),
     );
-    expect((error as Error).message).toContain(receiver.url);
+    expect((error as Error).message).toContain(`webhook to ${receiver.url}/hooks/orders answered`);
     expect((error as Error).message).not.toContain('T0K3N');
+    expect(error).toMatchObject({ status: 500, destination: `${receiver.url}/hooks/orders` });
+  });
+
+  it('resolves a delivery with its status and destination as the receipt', async () => {
+    replies = [(response) => response.writeHead(202).end()];
+    const receipt = await sender()(
+      webhookMessage({ url: `${receiver.url}/hooks/orders?token=T0K3N-secret` }),
+      openSignal(),
+    );
+    expect(receipt).toEqual({ status: 202, destination: `${receiver.url}/hooks/orders` });
   });
 
   it('does not follow a redirect: a 3xx is permanent and names the Location', async () => {
@@ -261,6 +274,11 @@ describe('webhookSender', () => {
     );
     expect(isRetryableDeliveryError(error)).toBe(true);
     expect((error as Error).message).toContain('ECONNREFUSED');
+    // Attempt history gets the system code and where it went.
+    expect(error).toMatchObject({
+      providerCode: 'ECONNREFUSED',
+      destination: `http://127.0.0.1:${port}/hooks`,
+    });
   });
 
   describe('secrets', () => {

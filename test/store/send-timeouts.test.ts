@@ -11,7 +11,9 @@ function timeoutOf(timeouts: SendTimeouts) {
   const error = new Promise<Error>((resolve) => {
     timedOut = resolve;
   });
-  const send = timeouts.begin(timedOut);
+  const send = timeouts.begin((result) => {
+    if (result.failed) timedOut(result.error as Error);
+  });
   return { send, error };
 }
 

@@ -119,13 +119,16 @@ export function classifySesError(error: unknown): SesFailureClass {
  * The outbox error for a failed SES send: `RetryableDeliveryError` (with `retryAfterMs` where
  * the table sets one) or `PermanentDeliveryError`, its message naming the code, the HTTP status
  * and SES's own text, and saying when an operator has to act. That message is what operators
- * see in `last_error`.
+ * see in `last_error`; the code, the status and `destination` go into attempt history.
  */
 export function sesDeliveryError(
   error: unknown,
   signal?: AbortSignal,
+  destination?: string,
 ): PermanentDeliveryError | RetryableDeliveryError {
   const { name, message, status } = readSdkError(error);
+  // What attempt history records besides the text: the code, the HTTP status, where it went.
+  const details = { providerCode: name || undefined, status, destination };
   // A body the SDK could not read leaves name and message both "Unknown": say that once.
   const detail = message === name ? '' : `: ${message}`;
   const what = `SES ${name || 'error'}${status === undefined ? '' : ` (HTTP ${status})`}${detail}`;
@@ -134,33 +137,34 @@ export function sesDeliveryError(
   if (signal?.aborted) {
     return new RetryableDeliveryError(`SES send abandoned: the send's time was up (${what})`, {
       cause: error,
+      ...details,
     });
   }
   switch (classifySesError(error)) {
     case 'throttled':
       return new RetryableDeliveryError(
         `${sentence} The account's send rate is spent; retrying in ${minutes(SES_THROTTLED_RETRY_AFTER_MS)}.`,
-        { cause: error, retryAfterMs: SES_THROTTLED_RETRY_AFTER_MS },
+        { cause: error, ...details, retryAfterMs: SES_THROTTLED_RETRY_AFTER_MS },
       );
     case 'quota-exhausted':
       return new RetryableDeliveryError(
         `${sentence} The 24-hour sending quota is spent: it refills over the day, or an operator can request a higher quota. Retrying in ${minutes(SES_BLOCKED_RETRY_AFTER_MS)}.`,
-        { cause: error, retryAfterMs: SES_BLOCKED_RETRY_AFTER_MS },
+        { cause: error, ...details, retryAfterMs: SES_BLOCKED_RETRY_AFTER_MS },
       );
     case 'sending-paused':
       return new RetryableDeliveryError(
         `${sentence} Sending is paused: an operator must act (find why SES paused it, then re-enable sending for the account or the configuration set). Retrying in ${minutes(SES_BLOCKED_RETRY_AFTER_MS)}.`,
-        { cause: error, retryAfterMs: SES_BLOCKED_RETRY_AFTER_MS },
+        { cause: error, ...details, retryAfterMs: SES_BLOCKED_RETRY_AFTER_MS },
       );
     case 'credentials':
       return new RetryableDeliveryError(
         `${sentence} SES refused the sender's credentials: an operator must fix the access key or its permissions (ses:SendRawEmail). Retrying in ${minutes(SES_BLOCKED_RETRY_AFTER_MS)}.`,
-        { cause: error, retryAfterMs: SES_BLOCKED_RETRY_AFTER_MS },
+        { cause: error, ...details, retryAfterMs: SES_BLOCKED_RETRY_AFTER_MS },
       );
     case 'transient':
-      return new RetryableDeliveryError(what, { cause: error });
+      return new RetryableDeliveryError(what, { cause: error, ...details });
     case 'rejected':
-      return new PermanentDeliveryError(what, { cause: error });
+      return new PermanentDeliveryError(what, { cause: error, ...details });
   }
 }
 

@@ -35,7 +35,9 @@ const CONFIGURATION_SET_NAME = /^[A-Za-z0-9_-]{1,64}$/;
  * The SDK makes one attempt per send (`maxAttempts: 1`): retries and their timing belong to the
  * outbox, whose drain knows the lease and the deadline. The per-send AbortSignal is passed to
  * the SDK, so a slow SES call is cut off when the drain's send timeout fires. Failures become
- * `RetryableDeliveryError` or `PermanentDeliveryError` by the table in `ses-errors.ts`.
+ * `RetryableDeliveryError` or `PermanentDeliveryError` by the table in `ses-errors.ts`. Each
+ * attempt reports SES's HTTP status, its error code and the destination (`ses:<region>`, or
+ * the endpoint when one is set) to attempt history.
  *
  * A payload that fails validation here (a row written without `emailPayloadValidator`) is a
  * permanent failure: resending cannot fix it.
@@ -56,6 +58,9 @@ export function sesSender(config: SesSenderConfig): Sender {
     ignoreConfiguredEndpointUrls: true,
     maxAttempts: 1,
   });
+  // Attempt history's destination: the endpoint when one is set (local SES, a VPC endpoint),
+  // else the region SES is called in.
+  const destination = config.endpoint ?? `ses:${config.region}`;
 
   return async (message, signal) => {
     let email: ParsedEmail;
@@ -88,13 +93,14 @@ export function sesSender(config: SesSenderConfig): Sender {
       ],
     });
     try {
-      await client.send(command, { abortSignal: signal });
+      const output = await client.send(command, { abortSignal: signal });
+      return { status: output.$metadata.httpStatusCode, destination };
     } catch (error) {
       // SES answered 2xx: it accepted the email. Only reading its reply failed (a runtime whose
       // XML parser the SDK cannot use, a truncated body). Calling that a failure would send the
       // email again, or set it aside as dead after it went out.
-      if (acceptedBySes(error)) return;
-      throw sesDeliveryError(error, signal);
+      if (acceptedBySes(error)) return { destination };
+      throw sesDeliveryError(error, signal, destination);
     }
   };
 }

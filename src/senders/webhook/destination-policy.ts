@@ -114,7 +114,9 @@ export function destinationCheck(options: DestinationPolicyOptions): Destination
 
   return async (url, signal) => {
     const refuse = (why: string) =>
-      new PermanentDeliveryError(`webhook URL refused, no request made: ${why} (${url.origin})`);
+      new PermanentDeliveryError(`webhook URL refused, no request made: ${why} (${url.origin})`, {
+        destination: url.href,
+      });
     if (url.protocol !== 'https:' && url.protocol !== 'http:') {
       throw refuse(`${url.protocol} is not http or https`);
     }

@@ -1,3 +1,4 @@
+import { destinationOf } from '../../core/attempt-facts.js';
 import {
   ConfigurationError,
   describeError,
@@ -7,7 +8,7 @@ import {
   RetryableDeliveryError,
 } from '../../core/errors.js';
 import { type Clock, systemClock } from '../../core/ports.js';
-import type { OutboundMessage, SendContext, Sender } from '../../core/sender.js';
+import type { DeliveryReceipt, OutboundMessage, SendContext, Sender } from '../../core/sender.js';
 import { storableText } from '../../core/storable-text.js';
 import {
   connectingFetch,
@@ -98,8 +99,11 @@ const RETRYABLE_STATUSES = new Set([408, 425, 429]);
  * | other 4xx | permanent |
  * | network error, timeout | retryable |
  *
- * Error messages name the status and the first 200 characters of the response body, and the
- * URL's origin only: paths often hold tokens, and errors are stored and shown.
+ * Error messages name the status, the first 200 characters of the response body, and the URL's
+ * scheme, host and path: never its query string, where tokens most often travel (the URL is in
+ * the message's payload, which operators see anyway). Every attempt reports its status and that
+ * destination to attempt history: a delivery resolves with them as its receipt, a failure
+ * carries them on its error, with the network error's code (`ECONNREFUSED`) as `providerCode`.
  *
  * Uses the global `fetch` and `crypto.subtle`: runs on Node 20+, Lambda and Workers.
  *
@@ -137,6 +141,7 @@ export function webhookSender(config: WebhookSenderConfig): Sender {
       });
     }
     const { payload, url } = webhook;
+    const destination = destinationOf(url.href) ?? url.origin;
     await checkDestination(url, signal);
     const secret = await lookupSecret(message, payload, context);
 
@@ -163,50 +168,62 @@ export function webhookSender(config: WebhookSenderConfig): Sender {
       if (isOutboxError(cause)) throw cause;
       if (signal.aborted) {
         throw new RetryableDeliveryError(
-          `webhook to ${url.origin} abandoned: the send's time was up before a response`,
-          { cause: error },
+          `webhook to ${destination} abandoned: the send's time was up before a response`,
+          { cause: error, destination },
         );
       }
       throw new RetryableDeliveryError(
-        `webhook to ${url.origin} failed: ${networkFailure(error)}`,
-        { cause: error },
+        `webhook to ${destination} failed: ${networkFailure(error)}`,
+        {
+          cause: error,
+          destination,
+          providerCode: networkCode(error),
+        },
       );
     }
-    await failUnlessDelivered(response, url, signal, clock);
+    return failUnlessDelivered(response, destination, signal, clock);
   };
 }
 
-/** Throws the outcome of a non-2xx response; resolves for 2xx. */
+/** Throws the outcome of a non-2xx response; resolves for 2xx with the receipt. */
 async function failUnlessDelivered(
   response: Response,
-  url: URL,
+  destination: string,
   signal: AbortSignal,
   clock: Clock,
-): Promise<void> {
+): Promise<DeliveryReceipt> {
   const { status } = response;
   if (status >= 200 && status < 300) {
     await discardBody(response);
-    return;
+    return { status, destination };
   }
   // Browsers hide manual redirects as an opaque response with status 0.
   if (response.type === 'opaqueredirect' || (status >= 300 && status < 400)) {
     await discardBody(response);
     const location = response.headers.get('location');
     throw new PermanentDeliveryError(
-      `webhook to ${url.origin} answered HTTP ${status} redirecting to ${location ?? '(no Location)'}; redirects are not followed: update the endpoint URL`,
+      `webhook to ${destination} answered HTTP ${status} redirecting to ${location ?? '(no Location)'}; redirects are not followed: update the endpoint URL`,
+      { status, destination },
     );
   }
   const snippet = await bodySnippet(response, signal);
-  const what = `webhook to ${url.origin} answered HTTP ${status}${snippet === '' ? '' : `: ${snippet}`}`;
+  const what = `webhook to ${destination} answered HTTP ${status}${snippet === '' ? '' : `: ${snippet}`}`;
+  const details = { status, destination };
   if (RETRYABLE_STATUSES.has(status) || status >= 500) {
     const waitMs = retryAfterMs(response.headers.get('retry-after'), clock.now());
-    throw new RetryableDeliveryError(what, waitMs === undefined ? {} : { retryAfterMs: waitMs });
+    throw new RetryableDeliveryError(
+      what,
+      waitMs === undefined ? details : { ...details, retryAfterMs: waitMs },
+    );
   }
   if (status === 410) {
-    throw new PermanentDeliveryError(`${what} (410 Gone: the receiver retired this endpoint)`);
+    throw new PermanentDeliveryError(
+      `${what} (410 Gone: the receiver retired this endpoint)`,
+      details,
+    );
   }
-  if (status >= 400) throw new PermanentDeliveryError(what);
-  throw new RetryableDeliveryError(`${what} (an unexpected status)`);
+  if (status >= 400) throw new PermanentDeliveryError(what, details);
+  throw new RetryableDeliveryError(`${what} (an unexpected status)`, details);
 }
 
 type SecretSource = (
@@ -344,6 +361,16 @@ async function bodySnippet(response: Response, signal: AbortSignal): Promise<str
 /** Frees the connection for reuse without reading a body nobody needs. */
 async function discardBody(response: Response): Promise<void> {
   await response.body?.cancel().catch(() => {});
+}
+
+/** The system code of a network failure (`ECONNREFUSED`), from the error or its cause. */
+function networkCode(error: unknown): string | undefined {
+  for (const each of [error instanceof Error ? error.cause : undefined, error]) {
+    if (typeof each === 'object' && each !== null && 'code' in each) {
+      if (typeof each.code === 'string') return each.code;
+    }
+  }
+  return undefined;
 }
 
 /** fetch says only "fetch failed"; the reason (ECONNREFUSED, a TLS error) is in `cause`. */
