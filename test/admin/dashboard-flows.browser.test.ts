@@ -2,7 +2,8 @@
  * The dashboard's operator flows in a real headless Chromium, `outboxAdmin` mounted in a small
  * Hono app of the test's own (with the kinds it has senders for) on a real Node server over a
  * real database: open `/admin/`, find a message by key and see the head that holds it, filter
- * the dead list by kind and error, tick two and retry them. Each step's screenshot is written
+ * the dead list by kind and error, tick two and retry them, read a webhook's attempts (503,
+ * 429, 200 from a real receiver on 127.0.0.1). Each step's screenshot is written
  * to test-artifacts/ and checked: its size, and the colour of what it shows (the held note's
  * red, the flash's green), beside DOM assertions made at the same moment.
  */
@@ -10,6 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
 import { PermanentDeliveryError } from '../../src/core/errors.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
+import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
+import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import {
   type BrowserHarness,
   CHROMIUM_INSTALL_TIMEOUT_MS,
@@ -20,6 +23,8 @@ import {
   tableRowIds,
 } from '../support/chromium.js';
 import { useTestDatabase } from '../support/database.js';
+import { fakeClock } from '../support/drain-fixtures.js';
+import { startLoopbackServer } from '../support/loopback-http.js';
 import { colourShare } from '../support/png.js';
 import {
   checkedScreenshot,
@@ -181,7 +186,84 @@ describe('the dashboard flows in a browser', () => {
       await browserContext.close();
     }
   });
+
+  it('finds a delivered webhook by key and reads its three attempts: 503, 429, then 200', async (context) => {
+    if (unavailable) context.skip(unavailable);
+    const { browser, baseUrl } = harness!;
+    const { id, key, destination } = await deliverAfterTwoFailures();
+    const browserContext = await browser.newContext({ viewport: VIEWPORT });
+    const { page, dialogs } = await newWatchedPage(browserContext);
+    try {
+      await signInThroughForm(page, baseUrl, ADMIN_TOKEN);
+      await page.getByLabel('Message key or id').fill(key);
+      await Promise.all([
+        page.waitForURL(`${baseUrl}/admin/dashboard/messages/${id}`),
+        page.getByRole('button', { name: 'Find' }).click(),
+      ]);
+      const attempts = page.locator('section.attempts');
+      await attempts.getByRole('heading', { name: 'Attempts' }).waitFor();
+      const rows = attempts.locator('tbody tr');
+      expect(await rows.count()).toBe(3);
+      expect(await attempts.locator('td.status').allTextContents()).toEqual([
+        'HTTP 503',
+        'HTTP 429',
+        'HTTP 200',
+      ]);
+      const outcomes = await rows.evaluateAll((each) =>
+        each.map((row) => row.querySelectorAll('td')[3]?.textContent ?? ''),
+      );
+      expect(outcomes).toEqual(['failed, retried', 'failed, retried', 'delivered']);
+      // The failures name the path they went to; the query string (a token) is never shown.
+      expect(await rows.nth(0).textContent()).toContain(destination);
+      expect(await attempts.textContent()).not.toContain('S3CR3T');
+      await checkedScreenshot(page, 'dashboard-flows-attempts.png');
+      expect(dialogs).toEqual([]);
+    } finally {
+      await browserContext.close();
+    }
+  });
 });
+
+/**
+ * A webhook of KIND to a real receiver on 127.0.0.1 that answers 503, then 429, then 200, each
+ * through a real drain on a clock moved to the retry's due time.
+ */
+async function deliverAfterTwoFailures(): Promise<{
+  id: string;
+  key: string;
+  destination: string;
+}> {
+  const answers = [503, 429, 200];
+  const receiver = await startLoopbackServer((_request, response) => {
+    const status = answers.shift() ?? 200;
+    response.writeHead(status).end(status < 300 ? 'ok' : 'busy');
+  });
+  try {
+    const db = pgExecutor(database.pool);
+    const destination = `${receiver.url}/hooks/orders`;
+    const [key] = await outbox.enqueue(db, {
+      kind: KIND,
+      payload: { url: `${destination}?token=S3CR3T`, body: { order: 7 } },
+    });
+    const sender = webhookSender({
+      secret: generateWebhookSecret(),
+      environment: 'development',
+      allowHosts: [`127.0.0.1:${receiver.port}`],
+      resolveHost: false,
+    });
+    const store = outbox.store(db);
+    const clock = fakeClock();
+    for (let drain = 0; drain < 3; drain++) {
+      await drainOnce({ store, clock, senders: { [KIND]: sender }, keys: [key!] });
+      const message = await store.getByKey(key!);
+      if (message?.state === 'delivered') return { id: message.id, key: key!, destination };
+      clock.set(message!.dueAt);
+    }
+    throw new Error('the webhook was not delivered on its third attempt');
+  } finally {
+    await receiver.close();
+  }
+}
 
 /**
  * Dead messages of two kinds with 503 and 410 errors, and an ordering key whose head died and

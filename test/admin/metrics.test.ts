@@ -5,12 +5,13 @@
  */
 import { spawn } from 'node:child_process';
 import pg from 'pg';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { PermanentDeliveryError, RetryableDeliveryError } from '../../src/core/errors.js';
 import { purgeOnce } from '../../src/core/purge.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createDrainer } from '../../src/runtime/drainer.js';
 import { useTestDatabase } from '../support/database.js';
+import { DEBIAN_INSTALL_TIMEOUT_MS, ensureDebianPackage } from '../support/debian-package.js';
 import { fakeClock } from '../support/drain-fixtures.js';
 import { ADMIN_TOKEN, KIND, mountAdmin, OTHER_KIND, outbox } from './admin-harness.js';
 
@@ -18,16 +19,23 @@ const database = useTestDatabase();
 const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const DAY_MS = 24 * 60 * 60 * 1000;
 
+/** Prometheus's own checker: Debian's prometheus package holds it. */
+const PROMTOOL = { path: '/usr/bin/promtool', packageName: 'prometheus' };
+let promtoolReady: true | string = 'not looked for yet';
+
+beforeAll(async () => {
+  promtoolReady = await ensureDebianPackage(PROMTOOL);
+}, DEBIAN_INSTALL_TIMEOUT_MS);
+
 /** `promtool check metrics` on `text`: its exit code and what it printed. */
 function promtoolCheck(text: string): Promise<{ code: number | null; output: string }> {
+  if (promtoolReady !== true) return Promise.reject(new Error(promtoolReady));
   return new Promise((resolve, reject) => {
-    const child = spawn('promtool', ['check', 'metrics'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(PROMTOOL.path, ['check', 'metrics'], { stdio: ['pipe', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));
     child.stderr.on('data', (chunk) => (output += chunk));
-    child.on('error', (error) =>
-      reject(new Error(`promtool not found (.ci/run installs Debian's prometheus): ${error}`)),
-    );
+    child.on('error', (error) => reject(new Error(`promtool could not start: ${error}`)));
     child.on('close', (code) => resolve({ code, output }));
     child.stdin.end(text);
   });
