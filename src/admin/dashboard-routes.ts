@@ -19,6 +19,7 @@
  */
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { deleteCookie } from 'hono/cookie';
+import { UUID_PATTERN } from '../core/message.js';
 import { isMessageId } from '../core/message-id.js';
 import type { MessageRecord } from '../core/outbox-store.js';
 import { chain, checkAdminToken, isHttps, requireAdmin, setSessionCookie } from './admin-auth.js';
@@ -36,8 +37,6 @@ import { loginPage } from './page-layout.js';
 
 /** Recent failures shown: enough to spot a pattern, few enough to read. */
 export const DASHBOARD_RECENT_ERRORS_LIMIT = 20;
-
-const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Registers the dashboard on `app`. `anonymous` runs before every route (headers, 404 without a
@@ -122,7 +121,7 @@ export function registerDashboardRoutes(
     const wanted = (c.req.query('key') ?? '').trim();
     let message: MessageRecord | null;
     if (isMessageId(wanted)) message = await store.get(wanted);
-    else if (UUID_TEXT.test(wanted)) message = await store.getByKey(wanted);
+    else if (UUID_PATTERN.test(wanted)) message = await store.getByKey(wanted);
     else return notice(c, 400, 'Bad request', 'Enter a message key (a UUID) or a message id.');
     if (!message) return notice(c, 404, 'Not found', `No message has the key or id ${wanted}.`);
     return c.redirect(pathsOf(c).message(message.id), 303);

@@ -6,9 +6,9 @@
  * whole history back for operators.
  */
 import { attemptErrorExcerpt } from '../core/attempt-facts.js';
-import type { AttemptRecord } from '../core/outbox-store.js';
+import type { AttemptRecord, MessageRecord } from '../core/outbox-store.js';
 import type { Settlement } from '../core/settlement.js';
-import { toDateOrNull } from './message-rows.js';
+import { type MessageRow, messageFromRow, toDateOrNull } from './message-rows.js';
 
 /**
  * Attempts kept per message, newest last: a settle that records one more drops the oldest. Ten
@@ -167,4 +167,15 @@ function numberOrNull(value: unknown): number | null {
 
 function stringOrNull(value: unknown): string | null {
   return typeof value === 'string' ? value : null;
+}
+
+/**
+ * A record read with its attempt columns. A row of messages in state 'delivered' (a dedupe key
+ * kept it there) has its delivery in its log already; one from history gets it added.
+ */
+export function recordWithAttempts(row: MessageRow & AttemptRow): MessageRecord {
+  const record = messageFromRow(row);
+  const inHistory = record.state === 'delivered' && row.dedupe_key === null;
+  record.attemptLog = attemptsFromRow(row, inHistory, record.attempts, record.deliveredAt);
+  return record;
 }

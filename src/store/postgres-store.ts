@@ -1,5 +1,6 @@
 import type { DrainRunRecord } from '../core/drain-record.js';
 import { ValidationError } from '../core/errors.js';
+import { UUID_PATTERN } from '../core/message.js';
 import { compareMessageIds, isMessageId } from '../core/message-id.js';
 import {
   type ClaimedMessage,
@@ -12,20 +13,12 @@ import {
   type MessageState,
   type OutboxStats,
   type OutboxStore,
-  type SettledMessage,
   type SettleRequest,
   type SettleResult,
 } from '../core/outbox-store.js';
 import type { QueryResult, SqlExecutor } from '../core/ports.js';
 import type { PurgeReport, PurgeRequest, PurgeStore } from '../core/purge.js';
-import {
-  type AttemptRow,
-  attemptsFromRow,
-  deliveryDuration,
-  deliveryStatus,
-  failedAttemptJson,
-} from './attempt-log.js';
-import { historyBounds } from './history-groups.js';
+import { type AttemptRow, recordWithAttempts } from './attempt-log.js';
 import { decodeCursor, encodeCursor, listOrderTime } from './list-cursor.js';
 import {
   actionableState,
@@ -49,12 +42,13 @@ import {
   type OutcomeTotals,
   outcomeTotalsFromRow,
 } from './metric-statements.js';
+import { purgeFinished } from './purge-passes.js';
 import { PostgresReplayStore } from './replay-store.js';
 import { DEFAULT_SCHEMA, quoteSchema } from './schema-name.js';
+import { settleParameters } from './settle-parameters.js';
 import { type OutboxStatements, outboxStatements } from './statements.js';
 
-/** Rows per purge statement: small enough to hold locks briefly, large enough to keep up. */
-export const DEFAULT_PURGE_BATCH = 1000;
+export { DEFAULT_PURGE_BATCH } from './purge-passes.js';
 
 /** Admin list page size when none is given, and the most one page may hold. */
 export const DEFAULT_LIST_LIMIT = 50;
@@ -271,7 +265,7 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
   async get(id: string): Promise<MessageRecord | null> {
     const result = await this.rowsOf<MessageRow & AttemptRow>(this.sql.readMessage, [parseId(id)]);
     const row = result.rows[0];
-    return row ? withAttempts(row) : null;
+    return row ? recordWithAttempts(row) : null;
   }
 
   /**
@@ -280,10 +274,10 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
    * `key`, not a database error.
    */
   async getByKey(key: string): Promise<MessageRecord | null> {
-    if (!UUID_TEXT.test(key)) throw new ValidationError('key', 'expected a UUID');
+    if (!UUID_PATTERN.test(key)) throw new ValidationError('key', 'expected a UUID');
     const result = await this.rowsOf<MessageRow & AttemptRow>(this.sql.readMessageByKey, [key]);
     const row = result.rows[0];
-    return row ? withAttempts(row) : null;
+    return row ? recordWithAttempts(row) : null;
   }
 
   /** Moves one dead message back to pending, due `now`. False when it is not dead. */
@@ -362,121 +356,8 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
    * run inside one); it never touches pending or claimed rows.
    */
   async purge(request: PurgeRequest): Promise<PurgeReport> {
-    const batchSize = request.batchSize ?? DEFAULT_PURGE_BATCH;
-    const limit = request.limit ?? Number.POSITIVE_INFINITY;
-    const report: PurgeReport = { deliveredDeleted: 0, deadDeleted: 0, statements: 0 };
-    if (request.countsOlderThanMs !== undefined) {
-      const cutoff = new Date(request.now.getTime() - request.countsOlderThanMs);
-      await this.db.query(this.sql.purgeDeliveryCounts, [cutoff]);
-      report.statements += 1;
-    }
-    const passes: { olderThanMs: number | undefined; text: string; field: keyof PurgeReport }[] = [
-      {
-        olderThanMs: request.deliveredOlderThanMs,
-        text: this.sql.purgeDelivered,
-        field: 'deliveredDeleted',
-      },
-      { olderThanMs: request.deadOlderThanMs, text: this.sql.purgeDead, field: 'deadDeleted' },
-    ];
-    // Rows counted against the limit: messages, and groups of history a discard emptied.
-    let taken = 0;
-    deleting: for (const pass of passes) {
-      if (pass.olderThanMs === undefined) continue;
-      const cutoff = new Date(request.now.getTime() - pass.olderThanMs);
-      for (;;) {
-        const room = limit - taken;
-        if (room <= 0) break deleting;
-        const take = Math.min(batchSize, room);
-        const result = await this.rowsOf<{ deleted: number; taken: number }>(pass.text, [
-          cutoff,
-          take,
-        ]);
-        const row = result.rows[0];
-        report.statements += 1;
-        report[pass.field] += Number(row?.deleted ?? 0);
-        taken += Number(row?.taken ?? 0);
-        if (Number(row?.taken ?? 0) < take) break;
-      }
-    }
-    if (report.deliveredDeleted + report.deadDeleted > 0) {
-      // The second VACUUM recycles the index pages the first deleted (see takeTransactionId).
-      await this.db.query(this.sql.reclaimPurgedSpace);
-      await this.db.query(this.sql.takeTransactionId);
-      await this.db.query(this.sql.reclaimPurgedSpace);
-      report.statements += 3;
-    }
-    return report;
+    return purgeFinished(this.db, this.sql, request);
   }
-}
-
-/**
- * The settle statement's parameters for `requests` (see settleClaimedMessages): one array per
- * column of the outcomes (their attempt history's included), each claim token once, and with
- * delivered history the bounds of the group its deliveries make.
- */
-export function settleParameters(
-  requests: readonly SettleRequest[],
-  now: Date,
-  keepDelivered: boolean,
-): unknown[] {
-  const ids: string[] = [];
-  const rowIds: string[] = [];
-  const tokenNumbers: number[] = [];
-  const tokens: string[] = [];
-  const numberOf = new Map<string, number>();
-  const outcomes: string[] = [];
-  const dueTimes: (Date | null)[] = [];
-  const errors: (string | null)[] = [];
-  const failedAttempts: (string | null)[] = [];
-  const statuses: (number | null)[] = [];
-  const durations: (number | null)[] = [];
-  const delivered: SettledMessage[] = [];
-  for (const { message, settlement } of requests) {
-    ids.push(message.id);
-    rowIds.push(message.rowId);
-    let tokenNumber = numberOf.get(message.claimToken);
-    if (tokenNumber === undefined) {
-      tokenNumber = tokens.push(message.claimToken);
-      numberOf.set(message.claimToken, tokenNumber);
-    }
-    tokenNumbers.push(tokenNumber);
-    outcomes.push(settlement.outcome);
-    dueTimes.push(
-      settlement.outcome === 'retry' || settlement.outcome === 'release' ? settlement.at : null,
-    );
-    errors.push(
-      settlement.outcome === 'retry'
-        ? settlement.error
-        : settlement.outcome === 'dead'
-          ? settlement.reason
-          : null,
-    );
-    failedAttempts.push(failedAttemptJson(settlement));
-    statuses.push(deliveryStatus(settlement));
-    durations.push(deliveryDuration(settlement));
-    if (settlement.outcome === 'delivered') delivered.push(message);
-  }
-  const params: unknown[] = [
-    ids,
-    rowIds,
-    tokenNumbers,
-    tokens,
-    outcomes,
-    dueTimes,
-    errors,
-    now,
-    // A settle of deliveries alone has no failed attempt, and a sender that reports no status
-    // none: one null instead of an array of nulls saves the server parsing it (unnest reads a
-    // null array as empty and pads it with nulls beside the others).
-    failedAttempts.some((attempt) => attempt !== null) ? failedAttempts : null,
-    statuses.some((status) => status !== null) ? statuses : null,
-    durations,
-  ];
-  if (keepDelivered) {
-    const bounds = historyBounds(delivered);
-    params.push(bounds?.ids ?? null, bounds?.smallestKey ?? null, bounds?.largestKey ?? null);
-  }
-  return params;
 }
 
 export interface DeliveryCount {
@@ -487,26 +368,12 @@ export interface DeliveryCount {
   dead: number;
 }
 
-/**
- * A record read with its attempt columns. A row of messages in state 'delivered' (a dedupe key
- * kept it there) has its delivery in its log already; one from history gets it added.
- */
-function withAttempts(row: MessageRow & AttemptRow): MessageRecord {
-  const record = messageFromRow(row);
-  const inHistory = record.state === 'delivered' && row.dedupe_key === null;
-  record.attemptLog = attemptsFromRow(row, inHistory, record.attempts, record.deliveredAt);
-  return record;
-}
-
 /** Claimed rows by due time, then id. */
 function inDueOrder(rows: ClaimedRow[]): ClaimedRow[] {
   const keyed = rows.map((row) => ({ row, dueMs: Number(row.due_ms), id: String(row.id) }));
   keyed.sort((a, b) => a.dueMs - b.dueMs || compareMessageIds(a.id, b.id));
   return keyed.map((each) => each.row);
 }
-
-/** The text form Postgres accepts for a `uuid` column, as message keys are written. */
-const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Every method taking an id checks it here, before querying: a malformed id or one past

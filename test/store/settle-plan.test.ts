@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { delivered, retry } from '../../src/core/settlement.js';
-import { settleParameters } from '../../src/store/postgres-store.js';
+import { settleParameters } from '../../src/store/settle-parameters.js';
 import { outboxStatements } from '../../src/store/statements.js';
 import { useTestDatabase } from '../support/database.js';
 import { claimRequest, freshOutbox } from '../support/drain-fixtures.js';
