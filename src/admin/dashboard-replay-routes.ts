@@ -15,8 +15,7 @@
  */
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { isMessageId } from '../core/message-id.js';
-import { countReplay, type ReplayStore, replayMessages } from '../core/replay.js';
-import type { ReplaySelection } from '../core/replay-selection.js';
+import { countReplay, replayMessages } from '../core/replay.js';
 import type { AdminEnv, ResolvedAdmin } from './admin-options.js';
 import { frameOf, notice, pathsOf, refuse, render } from './dashboard-replies.js';
 import type { FormBody } from './form-fields.js';
@@ -35,13 +34,6 @@ export const DASHBOARD_REPLAY_BUDGET_MS = 5_000;
 
 /** Audit rows per page of the replays page. */
 export const DASHBOARD_REPLAYS_PAGE_SIZE = 25;
-
-/** Thrown by the run's store when the count it is about to audit is more than the operator saw. */
-class SelectionGrew extends Error {
-  constructor(readonly matched: number) {
-    super(`the selection matches ${matched} now`);
-  }
-}
 
 /** Registers the replay routes on `app`, each behind `signedIn`. */
 export function registerReplayPages(
@@ -78,37 +70,34 @@ export function registerReplayPages(
     const seen = readPositiveCount(form, 'seen');
     if (seen === null) return refuse(c, 'seen', 'must be the count the confirmation showed');
     const { selection } = read;
-    const replays = store.replays();
-    try {
-      const report = await replayMessages({
-        store: refusingMoreThan(replays, seen),
-        selection,
-        requestedBy: requester(c.get('adminAuth'), undefined),
-        budgetMs: DASHBOARD_REPLAY_BUDGET_MS,
-        signal: c.req.raw.signal,
-        clock,
-      });
-      const paths = pathsOf(c);
-      if (report.auditId === null) return c.redirect(`${paths.replays}?done=empty`, 303);
-      const query = report.lastId ? `?${new URLSearchParams({ lastId: report.lastId })}` : '';
-      return c.redirect(`${paths.replay(report.auditId)}${query}`, 303);
-    } catch (error) {
-      if (!(error instanceof SelectionGrew)) throw error;
-      const { matched, sample } = await countReplay(replays, selection);
+    const report = await replayMessages({
+      store: store.replays(),
+      selection,
+      requestedBy: requester(c.get('adminAuth'), undefined),
+      budgetMs: DASHBOARD_REPLAY_BUDGET_MS,
+      matchedAtMost: seen,
+      signal: c.req.raw.signal,
+      clock,
+    });
+    const paths = pathsOf(c);
+    if (report.outcome === 'grew') {
       const frame = await frameOf(admin, c, clock.now());
       return render(
         c,
         409,
         replayConfirmPage(frame, {
           selection,
-          matched,
-          sample,
-          backHref: `${pathsOf(c).messages}?state=${selection.state}`,
+          matched: report.matched,
+          sample: report.sample,
+          backHref: `${paths.messages}?state=${selection.state}`,
           seen,
           budgetMs: DASHBOARD_REPLAY_BUDGET_MS,
         }),
       );
     }
+    if (report.auditId === null) return c.redirect(`${paths.replays}?done=empty`, 303);
+    const query = report.lastId ? `?${new URLSearchParams({ lastId: report.lastId })}` : '';
+    return c.redirect(`${paths.replay(report.auditId)}${query}`, 303);
   });
 
   app.get('/dashboard/replays', signedIn, async (c) => {
@@ -155,25 +144,6 @@ export function registerReplayPages(
     const frame = await frameOf(admin, c, clock.now());
     return render(c, 200, replayResultPage(frame, audit, isMessageId(lastId) ? lastId : null));
   });
-}
-
-/**
- * The replay store, except that it refuses to open the audit row (the run's first write) when
- * the count it carries is more than `seen`: the run counts once, and that count is checked.
- */
-function refusingMoreThan(replays: ReplayStore, seen: number): ReplayStore {
-  return {
-    startReplayWalk: (selection: ReplaySelection) => replays.startReplayWalk(selection),
-    countReplayStep: (selection, cursor, sampleSize) =>
-      replays.countReplayStep(selection, cursor, sampleSize),
-    replayStep: (selection, cursor, step) => replays.replayStep(selection, cursor, step),
-    startReplayAudit: async (audit) => {
-      if (audit.matched > seen) throw new SelectionGrew(audit.matched);
-      return replays.startReplayAudit(audit);
-    },
-    finishReplayAudit: (id, outcome, now) => replays.finishReplayAudit(id, outcome, now),
-    listReplayAudits: (options) => replays.listReplayAudits(options),
-  };
 }
 
 /** The list the first press came from, its filter kept. */

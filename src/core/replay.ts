@@ -113,6 +113,11 @@ export interface ReplayOptions {
   batchSize?: number;
   /** Stop (outcome `stopped`) before a batch that would start after this many ms. */
   budgetMs?: number;
+  /**
+   * The most messages the caller agreed to replay (the count a confirmation showed): when more
+   * match now, nothing is written and the outcome is `grew`, with the new count and sample.
+   */
+  matchedAtMost?: number;
   /** Aborting stops before the next batch; the batches done stay done. */
   signal?: AbortSignal;
   /** After each batch; the next batch waits for a returned promise. */
@@ -130,8 +135,8 @@ export interface ReplayReport {
   dryRun: boolean;
   replayed: number;
   batches: number;
-  /** `empty`: nothing matched. */
-  outcome: 'empty' | 'finished' | 'stopped';
+  /** `empty`: nothing matched. `grew`: more matched than `matchedAtMost`; nothing written. */
+  outcome: 'empty' | 'grew' | 'finished' | 'stopped';
   /** Why it stopped early. */
   stoppedBy?: 'signal' | 'budget';
   /** The last id replayed: pass it as `afterId` to go on after a stop. */
@@ -214,6 +219,9 @@ export async function replayMessages(options: ReplayOptions): Promise<ReplayRepo
     durationMs: 0,
   };
   if (matched === 0) return { ...report, durationMs: elapsed() };
+  if (options.matchedAtMost !== undefined && matched > options.matchedAtMost) {
+    return { ...report, outcome: 'grew', durationMs: elapsed() };
+  }
   const auditId = await store.startReplayAudit({
     requestedBy: options.requestedBy,
     startedAt: started,
