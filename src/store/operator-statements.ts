@@ -55,14 +55,23 @@ const ACTION_FILTERS: FilterParameters = {
 };
 
 /**
+ * Whether the last error of alias `a` holds the text `param`, in any case: the one test lists,
+ * bulk actions and replay share, so a replay takes exactly what a list filtered alike shows.
+ * strpos, not LIKE, so a `%` or `_` an operator types is matched as itself.
+ */
+export function lastErrorContains(a: string, param: string): string {
+  return `strpos(lower(${a}.last_error), lower(${param})) > 0`;
+}
+
+/**
  * The filters every list and every "all that match" action shares, on rows of alias `a` and
  * the time column `time` the list orders by: the kind, a substring of the last error (in any
- * case), the ordering key, from (inclusive) and until (exclusive). Each is null for none.
- * strpos, not LIKE, so a `%` or `_` an operator types is matched as itself.
+ * case: {@link lastErrorContains}), the ordering key, from (inclusive) and until (exclusive).
+ * Each is null for none.
  */
 function filterClauses(a: string, time: string, p: FilterParameters = LIST_FILTERS): string {
   return `AND (${p.kind}::text IS NULL OR ${a}.kind = ${p.kind}::text)
-        AND (${p.error}::text IS NULL OR strpos(lower(${a}.last_error), lower(${p.error}::text)) > 0)
+        AND (${p.error}::text IS NULL OR ${lastErrorContains(a, `${p.error}::text`)})
         AND (${p.orderingKey}::text IS NULL OR ${a}.ordering_key = ${p.orderingKey}::text)
         AND (${p.from}::timestamptz IS NULL OR ${time} >= ${p.from}::timestamptz)
         AND (${p.until}::timestamptz IS NULL OR ${time} < ${p.until}::timestamptz)`;

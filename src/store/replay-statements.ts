@@ -10,10 +10,11 @@
  * them pass it.
  *
  * Parameters shared by the count and the replay of a stretch (see {@link selectionParameters}):
- * $1 kinds, $2 destination (LIKE-escaped), $3 ordering keys, $4 error text (LIKE-escaped),
+ * $1 kinds, $2 destination (LIKE-escaped), $3 ordering keys, $4 error text (as typed),
  * $5 since, $6 until, $7 ids, $8 the stretch's start (exclusive), $9 its end (inclusive).
  */
 import { resentAttemptLog } from './attempt-log.js';
+import { lastErrorContains } from './operator-statements.js';
 
 /**
  * Ids per stretch: counting 10,000 rows of messages by primary key, or the groups holding 10,000
@@ -53,7 +54,7 @@ function matches(x: string, at: string): string {
           ELSE concat_ws(' ', ${x}.payload ->> 'to', ${x}.payload ->> 'cc', ${x}.payload ->> 'bcc')
             ILIKE '%' || $2 || '%' END)
         AND ($3::text[] IS NULL OR ${x}.ordering_key = ANY($3::text[]))
-        AND ($4::text IS NULL OR ${x}.last_error ILIKE '%' || $4 || '%')
+        AND ($4::text IS NULL OR ${lastErrorContains(x, '$4::text')})
         AND ($5::timestamptz IS NULL OR ${at} >= $5)
         AND ($6::timestamptz IS NULL OR ${at} < $6)
         AND ($7::bigint[] IS NULL OR ${x}.id = ANY($7::bigint[]))

@@ -155,7 +155,7 @@ export function selectionParameters(
     selection.kinds ?? null,
     selection.destination === undefined ? null : likeEscaped(selection.destination),
     selection.orderingKeys ?? null,
-    selection.errorContains === undefined ? null : likeEscaped(selection.errorContains),
+    selection.errorContains ?? null,
     selection.since ?? null,
     selection.until ?? null,
     selection.ids ?? null,
