@@ -65,7 +65,10 @@ export function registerListRoutes(
       view.messages = list.messages;
       if (read.filter.state === 'pending') {
         const keyed = list.messages.filter((message) => message.orderingKey !== null);
-        view.heads = await store.holdingHeads(keyed.map((message) => message.id));
+        view.heads = await store.holdingHeads(
+          keyed.map((message) => message.id),
+          { deadHeadBlocks: admin.deadHeadBlocks },
+        );
       }
       if (list.nextCursor) {
         const query = filterQuery(read.fields);

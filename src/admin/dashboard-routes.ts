@@ -132,7 +132,9 @@ export function registerDashboardRoutes(
     if (!isMessageId(id)) return notice(c, 400, 'Bad request', 'That is not a message id.');
     const message = await store.get(id);
     if (!message) return notice(c, 404, 'Not found', `There is no message ${id}.`);
-    const heads = message.orderingKey ? await store.holdingHeads([id]) : new Map();
+    const heads = message.orderingKey
+      ? await store.holdingHeads([id], { deadHeadBlocks: admin.deadHeadBlocks })
+      : new Map();
     const frame = await frameOf(admin, c, clock.now());
     return render(c, 200, messagePage(frame, message, null, heads.get(id) ?? null));
   });

@@ -292,10 +292,10 @@ export function operatorStatements(quotedSchema: string): OperatorStatements {
       LIMIT $1`,
 
     /**
-     * $1 ids. For each pending message among them that has an ordering key, the message at the
-     * head of that key: the oldest unfinished (pending, claimed or dead) message with the key
-     * and a smaller id, which the claim waits for (a dead one only while drains run with
-     * deadHeadBlocks, the default). One probe of messages_ordering_unfinished per message: its
+     * $1 ids, $2 whether dead messages block (the drains' deadHeadBlocks). For each pending
+     * message among them that has an ordering key, the message at the head of that key: the
+     * oldest unfinished (pending, claimed, or dead when $2) message with the key and a smaller
+     * id, which the claim waits for. One probe of messages_ordering_unfinished per message: its
      * predicate (delivered_at IS NULL) is spelled out so the planner can use it.
      */
     listHoldingHeads: `
@@ -309,6 +309,7 @@ export function operatorStatements(quotedSchema: string): OperatorStatements {
         WHERE earlier.ordering_key = m.ordering_key
           AND earlier.id < m.id
           AND earlier.delivered_at IS NULL
+          AND (earlier.dead_at IS NULL OR $2::boolean)
         ORDER BY earlier.id
         LIMIT 1) head
       WHERE m.id = ANY($1::bigint[]) AND m.ordering_key IS NOT NULL AND m.state = 'pending'`,

@@ -239,8 +239,13 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
   /**
    * For each of `ids` that is a pending message held behind the head of its ordering key, that
    * head (see {@link HoldingHead}), by the held message's id. One statement however many ids.
+   * `deadHeadBlocks`: the drains' setting (default true, as theirs); without it a dead message
+   * holds nothing back.
    */
-  async holdingHeads(ids: readonly string[]): Promise<Map<string, HoldingHead>> {
+  async holdingHeads(
+    ids: readonly string[],
+    options: { deadHeadBlocks?: boolean } = {},
+  ): Promise<Map<string, HoldingHead>> {
     const heads = new Map<string, HoldingHead>();
     if (ids.length === 0) return heads;
     const result = await this.rowsOf<{
@@ -249,7 +254,7 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
       head_key: string;
       head_state: HoldingHead['state'];
       head_due_at: Date | string;
-    }>(this.sql.listHoldingHeads, [ids.map(parseId)]);
+    }>(this.sql.listHoldingHeads, [ids.map(parseId), options.deadHeadBlocks ?? true]);
     for (const row of result.rows) {
       heads.set(String(row.id), {
         id: String(row.head_id),
