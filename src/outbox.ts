@@ -1,5 +1,6 @@
 import { ConfigurationError, ValidationError } from './core/errors.js';
 import {
+  type DestinationOf,
   isValidKindName,
   type KindRegistry,
   type NewMessage,
@@ -15,8 +16,8 @@ import {
   timeOrderedId,
 } from './core/ports.js';
 import { UNIQUE_VIOLATION, violates } from './drivers/postgres-errors.js';
-import { emailPayloadValidator } from './senders/ses/email-payload.js';
-import { webhookPayloadValidator } from './senders/webhook/webhook-payload.js';
+import { emailDestination, emailPayloadValidator } from './senders/ses/email-payload.js';
+import { webhookDestination, webhookPayloadValidator } from './senders/webhook/webhook-payload.js';
 import { type MigrateResult, migrate } from './store/migrate.js';
 import { PostgresOutboxStore } from './store/postgres-store.js';
 import { DEFAULT_SCHEMA, quoteSchema } from './store/schema-name.js';
@@ -26,6 +27,12 @@ import { outboxStatements } from './store/statements.js';
 export const BUILT_IN_KINDS: Readonly<Record<'email' | 'webhook', PayloadValidator>> = {
   email: emailPayloadValidator,
   webhook: webhookPayloadValidator,
+};
+
+/** The destinations of the built-in kinds: a webhook's origin, and SES with the sending domain. */
+export const BUILT_IN_DESTINATIONS: Readonly<Record<'email' | 'webhook', DestinationOf>> = {
+  email: emailDestination,
+  webhook: webhookDestination,
 };
 
 export interface OutboxOptions {
@@ -52,6 +59,13 @@ export interface OutboxOptions {
    * purge either way, so their key stays taken.
    */
   keepDelivered?: boolean;
+  /**
+   * Each kind's destination function (see {@link DestinationOf}), recorded with every message at
+   * enqueue so drains can pause a receiver that is down without slowing the others
+   * (docs/destinations.md). `email` and `webhook` have one already ({@link BUILT_IN_DESTINATIONS});
+   * give one for a kind of yours, or `null` to give a kind none (its messages are never paused).
+   */
+  destinations?: Record<string, DestinationOf | null>;
 }
 
 /** What `enqueueStatement` hands back: one statement to run in your own transaction. */
@@ -116,9 +130,19 @@ export function createOutbox(options: OutboxOptions = {}): Outbox {
     }
     kinds.set(kind, validator === true ? undefined : validator);
   }
+  const destinations = new Map<string, DestinationOf>(Object.entries(BUILT_IN_DESTINATIONS));
+  for (const [kind, destinationOf] of Object.entries(options.destinations ?? {})) {
+    if (!kinds.has(kind)) {
+      throw new ConfigurationError(
+        `destinations names kind "${kind}", which this outbox does not know: list it in kinds`,
+      );
+    }
+    if (destinationOf === null) destinations.delete(kind);
+    else destinations.set(kind, destinationOf);
+  }
 
   const build = (messages: NewMessage | readonly NewMessage[]): EnqueueStatement => {
-    const prepared = prepareMessages(messages, kinds, newId);
+    const prepared = prepareMessages(messages, kinds, newId, destinations);
     const unique = firstPerDedupeKey(prepared);
     return {
       statement: {
@@ -133,6 +157,7 @@ export function createOutbox(options: OutboxOptions = {}): Outbox {
           unique.map((m) => m.maxAttempts),
           unique.map((m) => m.dueAt),
           unique.map((m) => m.delayMs),
+          unique.map((m) => m.destination),
         ],
       },
       keys: prepared.map((m) => m.key),

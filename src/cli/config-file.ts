@@ -25,6 +25,7 @@ const CONFIG_FIELDS: Readonly<
   schema: 'string',
   keepDelivered: 'boolean',
   kinds: 'object',
+  destinations: 'object',
   senders: 'object',
   endpointSecret: 'function',
   drain: 'object',

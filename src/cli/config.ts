@@ -68,6 +68,8 @@ export interface OutboxCliConfig {
   kinds?: OutboxOptions['kinds'];
   /** As `createOutbox({ keepDelivered })`: set it as your app and functions do. Default true. */
   keepDelivered?: boolean;
+  /** Your kinds' destination functions, as `createOutbox({ destinations })` takes them. */
+  destinations?: OutboxOptions['destinations'];
   /**
    * Senders by kind, replacing the environment-built one of the same kind (email from SES
    * variables, webhook from `OUTBOX_WEBHOOK_*`). A function is called once the database is

@@ -41,6 +41,7 @@ export function outboxFromEnv(env: CliIo['env'], config: OutboxCliConfig = {}): 
     schema,
     kinds: { email: emailPayloadValidator, webhook: webhookPayloadValidator, ...config.kinds },
     keepDelivered: config.keepDelivered,
+    destinations: config.destinations,
   });
 }
 

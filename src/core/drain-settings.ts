@@ -2,6 +2,11 @@
  * A drain's options: what callers may set, the defaults (each with why that value), and the
  * checks that refuse a combination under which a lease could run out mid-send.
  */
+import {
+  type DestinationChange,
+  type DestinationHealthPolicy,
+  destinationHealthPolicy,
+} from './destination-health.js';
 import { ConfigurationError } from './errors.js';
 import type { OutboxStore } from './outbox-store.js';
 import {
@@ -106,6 +111,21 @@ export interface DrainOptions {
   /** Jitter source in [0, 1). */
   random?: () => number;
   logger?: Logger;
+  /**
+   * When failures pause a destination (docs/destinations.md): after `failuresToPause` retryable
+   * failures in a row (default 5), or at once when a receiver answers with Retry-After, its
+   * messages wait, uncounted, for `pauseMs` (default 30 s, doubling each pause in a row up to
+   * `maxPauseMs`, default 10 min), then one probe goes first. `false`: failures pause nothing
+   * (an operator's pause still holds).
+   */
+  destinationHealth?: Partial<DestinationHealthPolicy> | false;
+  /**
+   * Called when a settle of this drain paused or resumed a destination, after it is logged
+   * (`destination paused` / `destination resumed`, one JSON line each). Awaited in the drain's
+   * settle path, so keep it short: post to a chat, page someone. A hook that throws is logged
+   * and otherwise ignored.
+   */
+  onDestinationChange?: (change: DestinationChange) => void | Promise<void>;
 }
 
 /**
@@ -125,6 +145,7 @@ export const DRAIN_TUNING_FIELDS = [
   'prefetch',
   'settleGroupSize',
   'settleGroupMs',
+  'destinationHealth',
 ] as const satisfies readonly (keyof DrainOptions)[];
 
 /** The fields of {@link DRAIN_TUNING_FIELDS}, typed and documented as {@link DrainOptions} has them. */
@@ -278,6 +299,8 @@ export interface Settings {
   newId: IdGenerator;
   random: () => number;
   logger: Logger;
+  destinationHealth: DestinationHealthPolicy | false;
+  onDestinationChange: ((change: DestinationChange) => void | Promise<void>) | undefined;
 }
 
 export function resolveSettings(options: DrainOptions): Settings {
@@ -305,6 +328,8 @@ export function resolveSettings(options: DrainOptions): Settings {
     newId: options.newId ?? randomId,
     random: options.random ?? Math.random,
     logger: options.logger ?? silentLogger,
+    destinationHealth: destinationHealthPolicy(options.destinationHealth),
+    onDestinationChange: options.onDestinationChange,
   };
   for (const [name, max] of [
     ['batchSize', MAX_BATCH_SIZE],

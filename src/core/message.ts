@@ -1,4 +1,4 @@
-import { ValidationError } from './errors.js';
+import { ConfigurationError, ValidationError } from './errors.js';
 import type { IdGenerator } from './ports.js';
 import { checkStorableText, storableTextProblem } from './storable-text.js';
 
@@ -48,6 +48,8 @@ export interface PreparedMessage {
   dueAt: Date | null;
   delayMs: number;
   maxAttempts: number;
+  /** Where it goes, as its kind's {@link DestinationOf} names it; null for none. */
+  destination: string | null;
 }
 
 /**
@@ -97,6 +99,19 @@ export type PayloadValidator = (payload: JsonValue, field: string) => void;
 /** Kinds known to enqueue, each with an optional payload check. */
 export type KindRegistry = ReadonlyMap<string, PayloadValidator | undefined>;
 
+/**
+ * Names the receiver a message of one kind goes to (a webhook: its URL's origin), from its
+ * payload, at enqueue. Drains keep each destination's health (docs/destinations.md): after
+ * failures in a row, or when the receiver asks with Retry-After, the destination is paused and
+ * its messages wait, without attempts counted, while every other destination goes on. Return
+ * null for a message whose failures say nothing about any other's. Called only with a payload
+ * the kind's validator accepted; at most {@link MAX_DESTINATION_NAME_LENGTH} characters.
+ */
+export type DestinationOf = (payload: JsonValue) => string | null;
+
+/** Destination names are keys of the health table and labels of a metric: short, like a URL's origin. */
+export const MAX_DESTINATION_NAME_LENGTH = 300;
+
 export function isValidKindName(kind: string): boolean {
   return KIND_PATTERN.test(kind);
 }
@@ -109,6 +124,7 @@ export function prepareMessages(
   input: unknown,
   kinds: KindRegistry,
   newId: IdGenerator,
+  destinations: ReadonlyMap<string, DestinationOf> = new Map(),
 ): PreparedMessage[] {
   const list = Array.isArray(input) ? input : [input];
   const single = !Array.isArray(input);
@@ -125,7 +141,7 @@ export function prepareMessages(
   const seenKeys = new Set<string>();
   list.forEach((candidate, index) => {
     const field = single ? 'message' : `messages[${index}]`;
-    const message = prepareMessage(candidate, field, kinds, newId);
+    const message = prepareMessage(candidate, field, kinds, newId, destinations);
     if (seenKeys.has(message.key)) {
       throw new ValidationError(`${field}.key`, 'the same key appears twice in one call');
     }
@@ -140,6 +156,7 @@ function prepareMessage(
   field: string,
   kinds: KindRegistry,
   newId: IdGenerator,
+  destinations: ReadonlyMap<string, DestinationOf>,
 ): PreparedMessage {
   if (!isPlainObject(candidate)) {
     throw new ValidationError(field, 'expected an object with kind and payload');
@@ -196,7 +213,34 @@ function prepareMessage(
     dedupeKey: optionalKey(message.dedupeKey, `${field}.dedupeKey`),
     ...dueTime(message.dueAt, message.delayMs, field),
     maxAttempts: maxAttempts(message.maxAttempts, `${field}.maxAttempts`),
+    destination: destinationName(destinations.get(kind), payload, kind),
   };
+}
+
+/**
+ * The kind's destination for `payload`. A name that cannot be stored is the destination
+ * function's fault, not the caller's: a configuration error naming the kind, before anything is
+ * written.
+ */
+function destinationName(
+  destinationOf: DestinationOf | undefined,
+  payload: JsonValue,
+  kind: string,
+): string | null {
+  if (destinationOf === undefined) return null;
+  const name = destinationOf(payload);
+  if (name === null) return null;
+  if (
+    typeof name !== 'string' ||
+    name.length === 0 ||
+    name.length > MAX_DESTINATION_NAME_LENGTH ||
+    storableTextProblem(name) !== undefined
+  ) {
+    throw new ConfigurationError(
+      `the destination function of kind "${kind}" returned ${typeof name === 'string' ? `a name it cannot store (${name.length} characters)` : typeof name}: expected null or a storable string of 1 to ${MAX_DESTINATION_NAME_LENGTH} characters`,
+    );
+  }
+  return name;
 }
 
 function optionalKey(value: unknown, field: string): string | null {

@@ -1,3 +1,4 @@
+import type { DestinationChange, DestinationHealthPolicy } from './destination-health.js';
 import type { DrainRunRecord } from './drain-record.js';
 import type { JsonValue } from './message.js';
 import type { Settlement } from './settlement.js';
@@ -154,6 +155,16 @@ export interface SettleResult {
   settled: string[];
   /** Ids whose claim token no longer matched: another drain owns them now; left unchanged. */
   stale: string[];
+  /** Destinations this settle paused or resumed (docs/destinations.md); absent when none. */
+  destinations?: DestinationChange[];
+}
+
+export interface SettleOptions {
+  /**
+   * How failures pause destinations; `false` counts none. Default
+   * `DEFAULT_DESTINATION_HEALTH`.
+   */
+  health?: DestinationHealthPolicy | false;
 }
 
 export interface OutboxStats {
@@ -188,7 +199,11 @@ export interface OutboxStore {
    * {@link MAX_SETTLE_OUTCOMES}, their deliveries' payloads about
    * {@link MAX_SETTLE_PAYLOAD_BYTES} at most.
    */
-  settle(requests: readonly SettleRequest[], now: Date): Promise<SettleResult>;
+  settle(
+    requests: readonly SettleRequest[],
+    now: Date,
+    options?: SettleOptions,
+  ): Promise<SettleResult>;
   /**
    * Adds one drain run to the store's record for metrics, in one statement. Optional: a drain
    * over a store without it records nothing.

@@ -177,13 +177,17 @@ export function outcomeOf(
     permanent || retryable ? error : undefined,
   );
   if (permanent) return dead(`permanent failure: ${description}`, facts);
+  const retryAfterMs = retryable ? error.retryAfterMs : undefined;
+  // Anything but a permanent failure says the destination may be in trouble: counted toward
+  // pausing it, whether this message is retried or has spent its attempts.
+  const destinationFailure = { retryAfterMs: retryAfterMs ?? null };
   if (message.attempts >= message.maxAttempts) {
     return dead(
       `attempts exhausted (${message.attempts}/${message.maxAttempts}): ${description}`,
       facts,
+      destinationFailure,
     );
   }
-  const retryAfterMs = retryable ? error.retryAfterMs : undefined;
   const delayMs = backoffDelayMs(message.attempts, settings.backoff, settings.random, retryAfterMs);
-  return retry(new Date(now + delayMs), description, facts);
+  return retry(new Date(now + delayMs), description, facts, destinationFailure);
 }

@@ -2,6 +2,7 @@
  * Writing one group of outcomes: what may pass is tried again, and a group the store refused for
  * good is split, so that one outcome it cannot take does not hold back the others.
  */
+import type { DestinationChange } from './destination-health.js';
 import { budgetLeft, type DrainRun, notify } from './drain-run.js';
 import type { DrainReport } from './drain-settings.js';
 import { describeError, OutboxError } from './errors.js';
@@ -107,9 +108,12 @@ async function writeWithRetries(
     report.roundTrips += 1;
     report.settles += 1;
     try {
-      const { stale } = await settings.store.settle(requests, settings.clock.now());
+      const { stale, destinations } = await settings.store.settle(requests, settings.clock.now(), {
+        health: settings.destinationHealth,
+      });
       tally(requests, new Set(stale), report, settings.logger);
       settings.logger.debug('outcomes settled', { outcomes: requests.length });
+      if (destinations !== undefined) await announce(destinations, settings);
       return undefined;
     } catch (error) {
       lastError = error;
@@ -260,5 +264,37 @@ function tally(
       continue;
     }
     report[REPORTED_AS[settlement.outcome]] += 1;
+  }
+}
+
+/**
+ * One JSON line per destination a settle paused or resumed, then the user's hook: the
+ * notification that a receiver went down or came back, whichever drain saw it.
+ */
+async function announce(
+  changes: readonly DestinationChange[],
+  settings: DrainRun['settings'],
+): Promise<void> {
+  for (const change of changes) {
+    if (change.change === 'paused') {
+      settings.logger.warn('destination paused', {
+        destination: change.destination,
+        pausedBy: change.pausedBy,
+        pausedUntil: change.pausedUntil?.toISOString(),
+        failures: change.failures,
+        lastError: change.lastError,
+      });
+    } else {
+      settings.logger.info('destination resumed', { destination: change.destination });
+    }
+    if (settings.onDestinationChange === undefined) continue;
+    try {
+      await settings.onDestinationChange(change);
+    } catch (error) {
+      settings.logger.warn('onDestinationChange failed', {
+        destination: change.destination,
+        error: describeError(error),
+      });
+    }
   }
 }

@@ -17,9 +17,25 @@ export type Settlement =
       readonly at: Date;
       readonly error: ErrorText;
       readonly attempt?: AttemptFacts;
+      readonly destinationFailure?: DestinationFailure;
     }
-  | { readonly outcome: 'dead'; readonly reason: ErrorText; readonly attempt?: AttemptFacts }
+  | {
+      readonly outcome: 'dead';
+      readonly reason: ErrorText;
+      readonly attempt?: AttemptFacts;
+      readonly destinationFailure?: DestinationFailure;
+    }
   | { readonly outcome: 'release'; readonly at: Date };
+
+/**
+ * A failure that says the destination itself is in trouble (no answer, a timeout, a 5xx, a
+ * 429): counted toward pausing it (docs/destinations.md). A refusal of one message (a permanent
+ * failure) says nothing of the others and carries none. `retryAfterMs`: how long the receiver
+ * asked to be left alone (Retry-After), which pauses the destination that long at once.
+ */
+export interface DestinationFailure {
+  readonly retryAfterMs: number | null;
+}
 
 declare const errorText: unique symbol;
 
@@ -40,18 +56,41 @@ export function delivered(attempt?: DeliveryFacts): Settlement {
  * Try again no earlier than `at`; the attempt counts. `error` is stored made storable and
  * readable, within {@link MAX_ERROR_LENGTH}, whatever it holds (see {@link ErrorText}).
  */
-export function retry(at: Date, error: string, attempt?: AttemptFacts): Settlement {
+export function retry(
+  at: Date,
+  error: string,
+  attempt?: AttemptFacts,
+  destinationFailure?: DestinationFailure,
+): Settlement {
   const settlement = { outcome: 'retry', at, error: storableError(error) } as const;
-  return attempt === undefined ? settlement : { ...settlement, attempt };
+  return withFacts(settlement, attempt, destinationFailure);
 }
 
 /**
  * Set aside for an operator: permanent failure or attempts exhausted. `reason` is stored as
  * {@link retry} stores its error.
  */
-export function dead(reason: string, attempt?: AttemptFacts): Settlement {
+export function dead(
+  reason: string,
+  attempt?: AttemptFacts,
+  destinationFailure?: DestinationFailure,
+): Settlement {
   const settlement = { outcome: 'dead', reason: storableError(reason) } as const;
-  return attempt === undefined ? settlement : { ...settlement, attempt };
+  return withFacts(settlement, attempt, destinationFailure);
+}
+
+/** `settlement` with the facts given, and no property for those not given. */
+function withFacts<S extends Settlement>(
+  settlement: S,
+  attempt: AttemptFacts | undefined,
+  destinationFailure: DestinationFailure | undefined,
+): S {
+  if (attempt === undefined && destinationFailure === undefined) return settlement;
+  return {
+    ...settlement,
+    ...(attempt === undefined ? {} : { attempt }),
+    ...(destinationFailure === undefined ? {} : { destinationFailure }),
+  };
 }
 
 /** Claimed but never sent: claimable again from `at`, and the attempt does not count. */

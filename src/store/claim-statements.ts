@@ -65,6 +65,16 @@ export function claimStatement(
     throw new RangeError(`claim limit must be a whole number above 0, got ${target.limit}`);
   }
   const messages = `${quotedSchema}.messages`;
+  const destinations = `${quotedSchema}.destinations`;
+  const orderingHead = `(m.ordering_key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM ${messages} earlier
+        WHERE earlier.ordering_key = m.ordering_key
+          AND earlier.id < m.id
+          AND (earlier.state IN ('pending', 'claimed')
+            OR (earlier.state = 'dead' AND $4::boolean))
+          -- Implied by the line above, but spelled out so the planner can use the partial
+          -- index messages_ordering_unfinished.
+          AND earlier.delivered_at IS NULL))`;
   const dueRows = (where: string, limit: string) => `
     SELECT m.id, m.kind, m.attempts >= m.max_attempts AS exhausted
     FROM ${messages} m
@@ -73,15 +83,13 @@ export function claimStatement(
       AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= $1))
       AND m.kind = ANY($5::text[])
       ${where}
-      AND (m.ordering_key IS NULL OR NOT EXISTS (
-        SELECT 1 FROM ${messages} earlier
-        WHERE earlier.ordering_key = m.ordering_key
-          AND earlier.id < m.id
-          AND (earlier.state IN ('pending', 'claimed')
-            OR (earlier.state = 'dead' AND $4::boolean))
-          -- Implied by the line above, but spelled out so the planner can use the partial
-          -- index messages_ordering_unfinished.
-          AND earlier.delivered_at IS NULL))
+      -- A paused destination's messages wait (docs/destinations.md), open or half-open: the
+      -- probe of a half-open one is taken below. NOT IN over an uncorrelated subquery: read
+      -- once per claim from destinations_paused and hashed, so a row costs one hash probe, and
+      -- a claim with no destination paused reads one empty index.
+      AND (m.destination IS NULL OR m.destination NOT IN (
+        SELECT destination FROM ${destinations} WHERE paused_until IS NOT NULL))
+      AND ${orderingHead}
     ORDER BY m.due_at, m.id
     LIMIT ${limit}
     FOR UPDATE OF m SKIP LOCKED`;
@@ -105,12 +113,16 @@ export function claimStatement(
     due = `due AS (${dueRows('', String(target.limit))}
   ),`;
   }
+  // The after-commit kick takes its own fresh messages only: probes wait for a due claim.
+  const probes = target === 'keys' ? '' : probeStatement(messages, destinations, orderingHead);
+  const taken =
+    target === 'keys' ? 'SELECT id FROM due' : 'SELECT id FROM due UNION ALL SELECT id FROM probe';
   return `
-  WITH ${due}
+  WITH ${due}${probes}
   -- Rows whose attempts are spent are set aside below; they are counted here, from due, so the
   -- update's rows go straight to the client.
   counted AS (
-    ${countOutcomes(quotedSchema, "(SELECT kind, 'dead' AS outcome FROM due WHERE exhausted)", '$1')}
+    ${countOutcomes(quotedSchema, `(SELECT kind, 'dead' AS outcome FROM due WHERE exhausted${target === 'keys' ? '' : " UNION ALL SELECT kind, 'dead' FROM probe WHERE exhausted"})`, '$1')}
   )
   UPDATE ${messages} m SET
     state = CASE WHEN m.attempts >= m.max_attempts THEN 'dead' ELSE 'claimed' END,
@@ -127,7 +139,7 @@ export function claimStatement(
       ELSE m.last_error END
   -- = ANY(ARRAY(...)) rather than a join: on a small table the planner hashed a join
   -- against a full scan; this always probes the primary key (docs/benchmarks.md).
-  WHERE m.id = ANY(ARRAY(SELECT id FROM due))
+  WHERE m.id = ANY(ARRAY(${taken}))
   -- In the primary key's order, not due order: the store sorts them (see
   -- PostgresOutboxStore.claim). row_id: where this update left the row (the new version's
   -- ctid), which the settle reads without an index probe. payload_bytes: the payload's stored
@@ -135,5 +147,57 @@ export function claimStatement(
   -- parsing a date; the last row's in due order, with its id, is where the next claim's scan
   -- may start.
   RETURNING ${CLAIMED_COLUMNS}, m.ctid AS row_id, pg_column_size(m.payload) AS payload_bytes,
-    date_part('epoch', m.due_at) * 1000 AS due_ms`;
+    date_part('epoch', m.due_at) * 1000 AS due_ms${
+      target === 'keys'
+        ? ''
+        : `,
+    m.id = ANY(ARRAY(SELECT id FROM probe)) AS probe`
+    }`;
 }
+
+/**
+ * Half-open destinations' probes: for each destination whose pause has ended and that has no
+ * probe out, its first claimable message (the head of its ordering key, as any claim takes),
+ * at most {@link PROBES_PER_CLAIM} destinations per claim. The destination's row is locked
+ * (SKIP LOCKED: a row another claim is probing from right now is simply not ours) and given
+ * the probe's lease in the same statement, so of two overlapping claims only one sends a probe:
+ * the other skips the locked row, or, when the first has committed, re-reads it under READ
+ * COMMITTED and finds the probe out. The probe's settle closes the destination (a delivery) or
+ * opens it again (a failure); a probe whose drain died lets another go when its lease ends.
+ */
+function probeStatement(messages: string, destinations: string, orderingHead: string): string {
+  return `
+  half_open AS MATERIALIZED (
+    SELECT d.destination, p.id, p.kind, p.exhausted
+    FROM ${destinations} d
+    CROSS JOIN LATERAL (
+      SELECT m.id, m.kind, m.attempts >= m.max_attempts AS exhausted
+      FROM ${messages} m
+      WHERE m.destination = d.destination
+        AND m.delivered_at IS NULL AND m.dead_at IS NULL
+        AND m.due_at <= $1
+        AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= $1))
+        AND m.kind = ANY($5::text[])
+        AND ${orderingHead}
+      ORDER BY m.due_at, m.id
+      LIMIT 1
+      FOR UPDATE OF m SKIP LOCKED) p
+    WHERE d.paused_until <= $1 AND (d.probe_until IS NULL OR d.probe_until <= $1)
+    ORDER BY d.paused_until
+    LIMIT ${PROBES_PER_CLAIM}
+    FOR UPDATE OF d SKIP LOCKED
+  ),
+  probe AS (
+    UPDATE ${destinations} d SET probe_until = $1::timestamptz + $3 * interval '1 millisecond',
+      updated_at = $1
+    FROM half_open h
+    WHERE d.destination = h.destination
+    RETURNING h.id, h.kind, h.exhausted
+  ),`;
+}
+
+/**
+ * Destinations one claim may probe. A probe is one message, so a few cost a claim little; more
+ * half-open at once wait a claim or two.
+ */
+const PROBES_PER_CLAIM = 8;

@@ -57,6 +57,8 @@ export type ClaimedRow = Pick<
   | 'created_at'
   | 'state'
 > & {
+  /** A half-open destination's probe, taken beside the due rows (due claims only). */
+  probe?: boolean;
   /** The ctid of the row version the claim wrote, as text: `(page,item)`. */
   row_id: string;
   /** pg_column_size of the payload (int4). */

@@ -1,3 +1,4 @@
+import { DEFAULT_DESTINATION_HEALTH, type DestinationChange } from '../core/destination-health.js';
 import type { DrainRunRecord } from '../core/drain-record.js';
 import { ValidationError } from '../core/errors.js';
 import { UUID_PATTERN } from '../core/message.js';
@@ -13,12 +14,18 @@ import {
   type MessageState,
   type OutboxStats,
   type OutboxStore,
+  type SettleOptions,
   type SettleRequest,
   type SettleResult,
 } from '../core/outbox-store.js';
 import type { QueryResult, SqlExecutor } from '../core/ports.js';
 import type { PurgeReport, PurgeRequest, PurgeStore } from '../core/purge.js';
 import { type AttemptRow, recordWithAttempts } from './attempt-log.js';
+import {
+  destinationChangeFromRow,
+  PostgresDestinationStore,
+  type SettleRow,
+} from './destination-store.js';
 import { decodeCursor, encodeCursor, listOrderTime } from './list-cursor.js';
 import {
   actionableState,
@@ -128,28 +135,41 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
         exhausted.push({ id, key, kind, attempts });
       }
     }
-    const lastRow = rows.at(-1);
+    // A probe (a half-open destination's one message) may lie anywhere in due order; the next
+    // claim's scan starts after the last row the due scan took, never past rows it did not read.
+    const lastRow = rows.findLast((row) => row.probe !== true);
     if (!lastRow) return { claimed, exhausted };
     // Due times are whole milliseconds (enqueue truncates them; later writes come from Dates).
     const last = { dueAt: new Date(Math.round(Number(lastRow.due_ms))), id: String(lastRow.id) };
     return { claimed, exhausted, last };
   }
 
-  async settle(requests: readonly SettleRequest[], now: Date): Promise<SettleResult> {
+  async settle(
+    requests: readonly SettleRequest[],
+    now: Date,
+    options: SettleOptions = {},
+  ): Promise<SettleResult> {
     if (requests.length === 0) return { settled: [], stale: [] };
     if (requests.length > MAX_SETTLE_OUTCOMES) {
       throw new RangeError(
         `settle takes at most ${MAX_SETTLE_OUTCOMES} outcomes at once, got ${requests.length}`,
       );
     }
-    const params = settleParameters(requests, now, this.keepDelivered);
-    const result = await this.rowsOf<{ id: string }>(this.sql.settleClaimedMessages, params);
-    const stale = new Set(result.rows.map((row) => String(row.id)));
+    const health = options.health ?? DEFAULT_DESTINATION_HEALTH;
+    const params = settleParameters(requests, now, this.keepDelivered, health);
+    const result = await this.rowsOf<SettleRow>(this.sql.settleClaimedMessages, params);
+    const stale = new Set<string>();
+    const destinations: DestinationChange[] = [];
+    for (const row of result.rows) {
+      if (row.destination === null || row.destination === undefined) stale.add(String(row.id));
+      else destinations.push(destinationChangeFromRow(row));
+    }
     const ids = requests.map(({ message }) => message.id);
-    return {
+    const settled = {
       settled: ids.filter((id) => !stale.has(id)),
       stale: ids.filter((id) => stale.has(id)),
     };
+    return destinations.length === 0 ? settled : { ...settled, destinations };
   }
 
   /**
@@ -295,6 +315,11 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
   async retryAllDead(now: Date, options: { kind?: string } = {}): Promise<number> {
     const result = await this.db.query(this.sql.retryAllDead, [now, options.kind ?? null]);
     return result.rowCount;
+  }
+
+  /** Destination health: each destination's state, and pause and resume by hand. */
+  destinations(): PostgresDestinationStore {
+    return new PostgresDestinationStore(this.db, quoteSchema(this.schema));
   }
 
   /** Replay and redrive over this outbox, and its audit (`replayMessages` in core/replay.ts). */

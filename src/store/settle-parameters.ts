@@ -1,4 +1,6 @@
+import type { DestinationHealthPolicy } from '../core/destination-health.js';
 import type { SettledMessage, SettleRequest } from '../core/outbox-store.js';
+import { MAX_RETRY_AFTER_MS } from '../core/retry-policy.js';
 import { deliveryDuration, deliveryStatus, failedAttemptJson } from './attempt-log.js';
 import { historyBounds } from './history-groups.js';
 
@@ -11,6 +13,7 @@ export function settleParameters(
   requests: readonly SettleRequest[],
   now: Date,
   keepDelivered: boolean,
+  health: DestinationHealthPolicy | false,
 ): unknown[] {
   const ids: string[] = [];
   const rowIds: string[] = [];
@@ -24,6 +27,8 @@ export function settleParameters(
   const statuses: (number | null)[] = [];
   const durations: (number | null)[] = [];
   const delivered: SettledMessage[] = [];
+  const failed: boolean[] = [];
+  const retryAfter: (number | null)[] = [];
   for (const { message, settlement } of requests) {
     ids.push(message.id);
     rowIds.push(message.rowId);
@@ -48,6 +53,12 @@ export function settleParameters(
     statuses.push(deliveryStatus(settlement));
     durations.push(deliveryDuration(settlement));
     if (settlement.outcome === 'delivered') delivered.push(message);
+    const failure =
+      settlement.outcome === 'retry' || settlement.outcome === 'dead'
+        ? settlement.destinationFailure
+        : undefined;
+    failed.push(failure !== undefined);
+    retryAfter.push(retryAfterMs(failure?.retryAfterMs));
   }
   const params: unknown[] = [
     ids,
@@ -69,5 +80,20 @@ export function settleParameters(
     const bounds = historyBounds(delivered);
     params.push(bounds?.ids ?? null, bounds?.smallestKey ?? null, bounds?.largestKey ?? null);
   }
+  // Destination health's: null arrays when no outcome failed, as above.
+  const anyFailed = failed.includes(true);
+  params.push(
+    anyFailed ? failed : null,
+    anyFailed && retryAfter.some((ms) => ms !== null) ? retryAfter : null,
+    health === false ? null : health.failuresToPause,
+    health === false ? null : health.pauseMs,
+    health === false ? null : health.maxPauseMs,
+  );
   return params;
+}
+
+/** A Retry-After a sender reported, as the settle takes it: whole ms, at most a day; else null. */
+function retryAfterMs(ms: number | null | undefined): number | null {
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) return null;
+  return Math.round(Math.min(ms, MAX_RETRY_AFTER_MS));
 }

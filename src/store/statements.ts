@@ -1,5 +1,6 @@
 import { appendedAttemptLog } from './attempt-log.js';
 import { claimStatement, claimStatements } from './claim-statements.js';
+import { HEALTH_CHANGES, settleHealthStatements } from './destination-statements.js';
 import { ARCHIVED_COLUMNS, archiveMoved } from './history-groups.js';
 import { type MetricStatements, metricStatements } from './metric-statements.js';
 import { type OperatorStatements, operatorStatements } from './operator-statements.js';
@@ -54,12 +55,14 @@ export function outboxStatements(
   const keepDelivered = options.keepDelivered ?? true;
   const messages = `${quotedSchema}.messages`;
   const groups = `${quotedSchema}.delivered_groups`;
+  // Destination health's parameters follow delivered history's (see settleParameters).
+  const h = keepDelivered ? 15 : 12;
   return {
     ...operatorStatements(quotedSchema),
     ...metricStatements(quotedSchema),
     /**
      * $1 keys, $2 kinds, $3 payloads (JSON text), $4 ordering keys, $5 dedupe keys,
-     * $6 max attempts, $7 due times (null = now() + $8 delay ms).
+     * $6 max attempts, $7 due times (null = now() + $8 delay ms), $9 destinations.
      *
      * One INSERT for the whole list, so a thousand messages cost one round trip inside the
      * caller's transaction. `due_at` defaults to the transaction's own now(), the same clock the
@@ -69,13 +72,14 @@ export function outboxStatements(
      */
     enqueueMessages: `
       INSERT INTO ${messages} AS m
-        (key, kind, payload, ordering_key, dedupe_key, max_attempts, due_at)
+        (key, kind, payload, ordering_key, dedupe_key, max_attempts, due_at, destination)
       SELECT i.key, i.kind, i.payload::jsonb, i.ordering_key, i.dedupe_key, i.max_attempts,
-        date_trunc('milliseconds', coalesce(i.due_at, now() + i.delay_ms * interval '1 millisecond'))
+        date_trunc('milliseconds', coalesce(i.due_at, now() + i.delay_ms * interval '1 millisecond')),
+        i.destination
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::integer[],
-        $7::timestamptz[], $8::bigint[])
+        $7::timestamptz[], $8::bigint[], $9::text[])
         WITH ORDINALITY AS i(key, kind, payload, ordering_key, dedupe_key, max_attempts, due_at,
-          delay_ms, position)
+          delay_ms, destination, position)
       ORDER BY i.position
       ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL
         DO UPDATE SET dedupe_key = excluded.dedupe_key
@@ -91,7 +95,15 @@ export function outboxStatements(
      * 'release'), $6 next due times (retry, release), $7 errors, $8 now, $9 each failed
      * attempt as JSON text (null for other outcomes), $10 each delivery's HTTP status and $11 its
      * duration in ms (nulls for other outcomes); with delivered history also $12 the delivered
-     * ids as an int8multirange and $13, $14 their smallest and largest key (see archiveMoved).
+     * ids as an int8multirange and $13, $14 their smallest and largest key (see archiveMoved);
+     * then (from $12, or $15 with delivered history) destination health's: each outcome's
+     * failure flag and Retry-After, the failures that pause, the first and the longest pause in
+     * ms (see settleHealthStatements), and $8 again as their now.
+     *
+     * Destination health is counted here too (destination-statements.ts): a group's failures
+     * per destination, pausing those that keep failing, and a delivery resets its destination
+     * when it had anything to reset. The statement returns a row for each destination it
+     * paused or resumed, beside the stale outcomes' ids.
      *
      * Attempt history is written here too (attempt-log.ts): a retry or a dead letter appends its
      * attempt to the row's attempt_log, and a delivery takes its status and duration into
@@ -121,10 +133,13 @@ export function outboxStatements(
     settleClaimedMessages: `
       WITH o AS (
         SELECT o.id, o.row_id, ($4::uuid[])[o.token] AS claim_token, o.outcome, o.due_at,
-          o.error, o.attempt::jsonb AS attempt, o.status, o.ms
+          o.error, o.attempt::jsonb AS attempt, o.status, o.ms, coalesce(o.failed, false) AS failed,
+          o.retry_after_ms
         FROM unnest($1::bigint[], $2::tid[], $3::integer[], $5::text[], $6::timestamptz[],
-          $7::text[], $9::text[], $10::integer[], $11::integer[])
-          AS o(id, row_id, token, outcome, due_at, error, attempt, status, ms)
+          $7::text[], $9::text[], $10::integer[], $11::integer[], $${h}::boolean[],
+          $${h + 1}::bigint[])
+          AS o(id, row_id, token, outcome, due_at, error, attempt, status, ms, failed,
+            retry_after_ms)
       ),
       -- Each outcome's row, if this drain still owns it, read where the claim left it: a TID
       -- scan per outcome, one heap fetch whatever the statistics say. The LATERAL subquery keeps
@@ -133,9 +148,9 @@ export function outboxStatements(
       -- one is no longer visible: the outcome is stale, as is any whose row has moved (VACUUM
       -- FULL rewrote the table), whose lease then runs out and which goes out again.
       owned AS (
-        SELECT o.*, o.outcome = 'delivered' AND m.dedupe_key IS NULL AS moves
+        SELECT o.*, o.outcome = 'delivered' AND m.dedupe_key IS NULL AS moves, m.destination
         FROM o CROSS JOIN LATERAL (
-          SELECT dedupe_key FROM ${messages} m
+          SELECT dedupe_key, destination FROM ${messages} m
           WHERE m.ctid = o.row_id
             AND m.id = o.id
             AND m.claim_token = o.claim_token
@@ -177,7 +192,12 @@ export function outboxStatements(
           AND m.claim_token = o.claim_token
           AND NOT o.moves
         RETURNING m.id, m.kind, o.outcome
-      ),
+      ),${settleHealthStatements(quotedSchema, {
+        failuresToPause: h + 2,
+        pauseMs: h + 3,
+        maxPauseMs: h + 4,
+        now: 8,
+      })}
       counted AS (
         ${countOutcomes(
           quotedSchema,
@@ -191,9 +211,11 @@ export function outboxStatements(
       -- fewer rows changed than there were outcomes: the usual group skips the search. The ids
       -- are read from $1 again rather than from o, which owned is then the only one to read, so
       -- o is not stored.
-      SELECT o.id FROM unnest($1::bigint[]) AS o(id)
+      SELECT o.id, NULL::text AS destination, NULL::text AS change, NULL::text AS paused_by,
+        NULL::timestamptz AS paused_until, NULL::integer AS failures, NULL::text AS last_error
+      FROM unnest($1::bigint[]) AS o(id)
       WHERE (SELECT count(*) FROM moved) + (SELECT count(*) FROM updated) < cardinality($1::bigint[])
-        AND o.id NOT IN (SELECT id FROM moved UNION ALL SELECT id FROM updated)`,
+        AND o.id NOT IN (SELECT id FROM moved UNION ALL SELECT id FROM updated)${HEALTH_CHANGES}`,
 
     /**
      * $1 delivered before, $2 limit; returns one row: `deleted`, how many messages went, and

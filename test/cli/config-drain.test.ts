@@ -27,7 +27,10 @@ import {
 
 const database = useTestDatabase();
 const KIND = 'probe.kind';
-const outbox = createOutbox({ kinds: { [KIND]: true } });
+const outbox = createOutbox({
+  kinds: { [KIND]: true },
+  destinations: { [KIND]: () => 'probe-receiver' },
+});
 
 /** What the config's sender saw of its own row while sending it. */
 interface SendSeen {
@@ -64,7 +67,9 @@ let inFlight: number;
 let mostInFlight: number;
 
 beforeEach(async () => {
-  await database.pool.query('TRUNCATE outbox.messages, outbox.delivered_groups');
+  await database.pool.query(
+    'TRUNCATE outbox.messages, outbox.delivered_groups, outbox.destinations',
+  );
   dir = await mkdtemp(join(tmpdir(), 'outbox-config-drain-'));
   sends = [];
   inFlight = 0;
@@ -261,6 +266,22 @@ const FIELD_TESTS: Record<keyof OutboxCliDrainConfig, { effect: string; run(): P
       const result = await drainWithConfig({ deadHeadBlocks: false }, { deadWhenAsked: true });
       expect(result.report).toMatchObject({ dead: 1, delivered: 1 });
       expect((await rowOf(next!)).state).toBe('delivered');
+    },
+  },
+  destinationHealth: {
+    effect: '{ failuresToPause: 2 } pauses the receiver after two failures in a row',
+    run: async () => {
+      await enqueue(4);
+      const result = await drainWithConfig(
+        { destinationHealth: { failuresToPause: 2 }, batchSize: 2, concurrency: 1 },
+        { fail: true },
+      );
+      // The first claim's two fail and pause the receiver: the other two wait, unclaimed.
+      expect(result.report).toMatchObject({ claimed: 2, retried: 2 });
+      const { rows } = await database.pool.query(
+        "SELECT failures, paused_by FROM outbox.destinations WHERE destination = 'probe-receiver'",
+      );
+      expect(rows).toEqual([{ failures: 2, paused_by: 'breaker' }]);
     },
   },
   prefetch: {

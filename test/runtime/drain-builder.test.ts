@@ -109,6 +109,12 @@ const PROBES: Record<SetupField, FieldProbe> = {
       );
     },
   },
+  destinationHealth: {
+    effect: 'settles with a pause after 2 failures in a row',
+    settings: () => ({ destinationHealth: { failuresToPause: 2 } }),
+    expectSeen: ({ seen }) =>
+      expect(seen.settles[0]?.options?.health).toMatchObject({ failuresToPause: 2 }),
+  },
   deadHeadBlocks: {
     effect: 'claims past a dead head',
     settings: () => ({ deadHeadBlocks: false }),

@@ -7,7 +7,12 @@
  */
 import { vi } from 'vitest';
 import { outboxAdmin } from '../../src/admin/index.js';
-import type { ClaimRequest, OutboxStore, SettleRequest } from '../../src/core/outbox-store.js';
+import type {
+  ClaimRequest,
+  OutboxStore,
+  SettleOptions,
+  SettleRequest,
+} from '../../src/core/outbox-store.js';
 import { type BatchSqlExecutor, type Logger, silentLogger } from '../../src/core/ports.js';
 import type { PurgeRequest, PurgeStore } from '../../src/core/purge.js';
 import type { Sender } from '../../src/core/sender.js';
@@ -55,7 +60,7 @@ const ADMIN_TOKEN = 'drain-builder-admin-token-0123456789';
 export interface Seen {
   /** Every claim, with how many sends had ended when it started. */
   claims: { request: ClaimRequest; sendsEnded: number }[];
-  settles: { requests: readonly SettleRequest[]; now: Date }[];
+  settles: { requests: readonly SettleRequest[]; now: Date; options?: SettleOptions }[];
   /** Every purge the store was asked for. */
   purges: PurgeRequest[];
   sendsStarted: number;
@@ -127,9 +132,9 @@ export async function newWorld(
       }
       return result;
     },
-    async settle(requests, now) {
-      seen.settles.push({ requests: [...requests], now });
-      return real.settle(requests, now);
+    async settle(requests, now, options) {
+      seen.settles.push({ requests: [...requests], now, options });
+      return real.settle(requests, now, options);
     },
     purge: (request) => {
       seen.purges.push(request);

@@ -122,7 +122,7 @@ describe('startDrainSchedule', () => {
             if (claims === 1) throw new TypeError('a bug in a store');
             return real.claim(request);
           },
-          settle: (requests, now) => real.settle(requests, now),
+          settle: (requests, now, options) => real.settle(requests, now, options),
           purge: (request) => real.purge(request),
         },
         senders: { [KIND]: recordingSender().send },

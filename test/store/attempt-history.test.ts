@@ -315,11 +315,14 @@ describe('attempt history', () => {
     const db = pgExecutor(database.pool);
     await migrate(db, { schema, migrations: migrations.filter((m) => m.version <= 6) });
     const outbox = createOutbox({ schema, kinds: { [KIND]: true } });
-    const [pending, retried, grouped] = await outbox.enqueue(db, [
-      { kind: KIND, payload: { n: 1 } },
-      { kind: KIND, payload: { n: 2 } },
-      { kind: KIND, payload: { n: 3 } },
-    ]);
+    // Written as version 6 wrote them (today's enqueue also writes a destination).
+    const { rows: written } = await database.pool.query<{ key: string }>(
+      `INSERT INTO ${schema}.messages (key, kind, payload)
+       SELECT gen_random_uuid(), $1, jsonb_build_object('n', n) FROM generate_series(1, 3) n
+       RETURNING key`,
+      [KIND],
+    );
+    const [pending, retried, grouped] = written.map((row) => row.key);
     await database.pool.query(
       `UPDATE ${schema}.messages SET attempts = 2, last_error = 'HTTP 503' WHERE key = $1`,
       [retried],

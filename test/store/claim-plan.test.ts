@@ -4,8 +4,10 @@
  * parameter made the claim's generic plan look dearer every time. Planning was about a fifth of
  * the claim's server CPU (docs/benchmarks.md).
  */
+
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_DESTINATION_HEALTH } from '../../src/core/destination-health.js';
 import type { ClaimCursor } from '../../src/core/outbox-store.js';
 import { delivered, retry } from '../../src/core/settlement.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
@@ -194,11 +196,14 @@ describe('the settle statement', () => {
     expect(claimed).toHaveLength(1300);
 
     const statements = outboxStatements('settle_plan');
-    for (const settlement of [delivered(), retry(new Date(), 'receiver said 503')]) {
+    for (const settlement of [
+      delivered(),
+      retry(new Date(), 'receiver said 503', undefined, { retryAfterMs: null }),
+    ]) {
       const requests = claimed.map((message) => ({ message, settlement }));
       const { rows } = await database.pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
         `EXPLAIN (FORMAT JSON) ${statements.settleClaimedMessages}`,
-        settleParameters(requests, new Date(), true),
+        settleParameters(requests, new Date(), true, DEFAULT_DESTINATION_HEALTH),
       );
       expect(loopsOverCtes(rows[0]!['QUERY PLAN'][0].Plan)).toEqual([]);
     }

@@ -30,7 +30,7 @@ describe.each(DRIVER_NAMES)('migrate through %s', (driverName) => {
     const { rows } = await database.pool.query(
       `SELECT version, name FROM ${schema}.schema_migrations ORDER BY version`,
     );
-    expect(rows.map((row) => row.version).sort()).toEqual(ALL_VERSIONS);
+    expect(rows.map((row) => row.version).sort((a, b) => a - b)).toEqual(ALL_VERSIONS);
     expect(rows[0]).toEqual({ version: 1, name: 'outbox' });
   });
 

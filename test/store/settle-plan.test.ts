@@ -5,7 +5,9 @@
  * every row: a settle of a few thousand outcomes in the bench's table-health cycles ran for 11
  * minutes (docs/benchmarks.md, "History by settle group").
  */
+
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_DESTINATION_HEALTH } from '../../src/core/destination-health.js';
 import { delivered, retry } from '../../src/core/settlement.js';
 import { settleParameters } from '../../src/store/settle-parameters.js';
 import { outboxStatements } from '../../src/store/statements.js';
@@ -54,11 +56,12 @@ describe('the settle statement', () => {
     const settle = outboxStatements(`"${schema}"`).settleClaimedMessages;
     const requests = claimed.map((message, n) => ({
       message,
-      settlement: n % 10 === 0 ? retry(new Date(), 'boom') : delivered(),
+      settlement:
+        n % 10 === 0 ? retry(new Date(), 'boom', undefined, { retryAfterMs: null }) : delivered(),
     }));
     const { rows } = await database.pool.query(
       `EXPLAIN (ANALYZE, FORMAT JSON) ${settle}`,
-      settleParameters(requests, new Date(), true),
+      settleParameters(requests, new Date(), true, DEFAULT_DESTINATION_HEALTH),
     );
     const nodes = nodesOf(rows[0]['QUERY PLAN'][0].Plan);
     const scans = nodes.filter(
@@ -93,10 +96,11 @@ describe('the settle statement', () => {
         otherToken,
       ]);
       const settling = store.settle([{ message: message!, settlement: delivered() }], new Date());
+      // pg_stat_activity keeps a query's first 1,024 bytes: match the statement's opening.
       await waitFor('the settle to wait for the re-claim', async () => {
         const { rows } = await database.pool.query(
           `SELECT count(*)::int AS n FROM pg_stat_activity
-           WHERE wait_event_type = 'Lock' AND query LIKE '%owned AS%'`,
+           WHERE wait_event_type = 'Lock' AND query LIKE '%WITH o AS (%SELECT o.id, o.row_id%'`,
         );
         return rows[0].n === 1;
       });

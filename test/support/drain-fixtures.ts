@@ -105,7 +105,7 @@ let schemaCounter = 0;
 /** A freshly migrated outbox in its own schema, so tests in one database do not see each other. */
 export async function freshOutbox(
   driver: Driver,
-  options: Pick<OutboxOptions, 'keepDelivered'> = {},
+  options: Pick<OutboxOptions, 'keepDelivered' | 'destinations'> = {},
 ): Promise<{ outbox: Outbox; store: PostgresOutboxStore; schema: string }> {
   schemaCounter += 1;
   const schema = `t_${driver.name.replace('-', '_')}_${schemaCounter}_${process.pid}`;
@@ -175,7 +175,7 @@ export function claimCountingStore(
         seen.onWire -= 1;
       }
     },
-    settle: (requests, now) => store.settle(requests, now),
+    settle: (requests, now, options) => store.settle(requests, now, options),
   };
   return { seen, store: watched };
 }

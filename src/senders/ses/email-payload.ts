@@ -1,5 +1,5 @@
 import { ValidationError } from '../../core/errors.js';
-import type { JsonValue, PayloadValidator } from '../../core/message.js';
+import type { DestinationOf, JsonValue, PayloadValidator } from '../../core/message.js';
 import {
   expectHeaderSafeString,
   expectObject,
@@ -275,3 +275,16 @@ function configurationSetName(value: JsonValue | undefined, field: string): stri
   }
   return value;
 }
+
+/**
+ * An email's destination, for destination health: SES and the sending identity's domain
+ * (`ses:example.com`), or `ses` for mail sent from the sender's default address. One SES
+ * account and region sends every email a drain sends, so a throttled or failing SES pauses one
+ * destination per sending domain, never a webhook. Called after {@link emailPayloadValidator}.
+ */
+export const emailDestination: DestinationOf = (payload) => {
+  const from = (payload as { from?: JsonValue }).from;
+  if (typeof from !== 'string') return 'ses';
+  const { address } = parseMailbox(from, 'from');
+  return `ses:${address.slice(address.lastIndexOf('@') + 1).toLowerCase()}`;
+};

@@ -1,5 +1,5 @@
 import { ValidationError } from '../../core/errors.js';
-import type { JsonValue, PayloadValidator } from '../../core/message.js';
+import type { DestinationOf, JsonValue, PayloadValidator } from '../../core/message.js';
 import {
   expectHeaderSafeString,
   expectObject,
@@ -92,3 +92,12 @@ export function parseWebhookPayload(payload: JsonValue, field: string): ParsedWe
   }
   return { payload: parsed, url };
 }
+
+/**
+ * A webhook's destination, for destination health: its URL's origin (scheme, host and port),
+ * so every endpoint of one receiver shares its health, and a receiver that is down pauses its
+ * own messages alone. Never the path or query (which may hold a customer's token), which keeps
+ * the name fit for a metric label. Called after {@link webhookPayloadValidator}.
+ */
+export const webhookDestination: DestinationOf = (payload) =>
+  new URL((payload as { url: string }).url).origin;

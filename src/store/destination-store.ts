@@ -1,0 +1,134 @@
+/**
+ * Destination health for operators (docs/destinations.md): each destination's state, and pause
+ * and resume by hand. Every call is one statement.
+ */
+import type {
+  DestinationChange,
+  DestinationRecord,
+  PauseCause,
+} from '../core/destination-health.js';
+import { ValidationError } from '../core/errors.js';
+import { MAX_DESTINATION_NAME_LENGTH } from '../core/message.js';
+import type { SqlExecutor } from '../core/ports.js';
+import { storableTextProblem } from '../core/storable-text.js';
+import {
+  type DestinationStatements,
+  destinationStatements,
+  PAUSED_UNTIL_RESUMED,
+} from './destination-statements.js';
+import { toDateOrNull } from './message-rows.js';
+
+/** Destinations one list returns when no limit is given, and at most. */
+export const DEFAULT_DESTINATION_LIMIT = 100;
+export const MAX_DESTINATION_LIMIT = 1000;
+
+export class PostgresDestinationStore {
+  private readonly sql: DestinationStatements;
+
+  constructor(
+    private readonly db: SqlExecutor,
+    quotedSchema: string,
+  ) {
+    this.sql = destinationStatements(quotedSchema);
+  }
+
+  /**
+   * Destinations with a health record (every one that has failed, or been paused), paused ones
+   * first, then by name; `after` a name continues a list.
+   */
+  async list(
+    now: Date,
+    options: { limit?: number; after?: string } = {},
+  ): Promise<DestinationRecord[]> {
+    const limit = options.limit ?? DEFAULT_DESTINATION_LIMIT;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_DESTINATION_LIMIT) {
+      throw new ValidationError(
+        'limit',
+        `expected a whole number from 1 to ${MAX_DESTINATION_LIMIT}`,
+      );
+    }
+    const after = options.after === undefined ? null : checkedDestination(options.after, 'after');
+    const result = await this.db.query(this.sql.listDestinations, [now, limit, after]);
+    return result.rows.map(destinationFromRow);
+  }
+
+  /**
+   * Pauses a destination by hand until `until` (default: until resumed): no message of it is
+   * claimed meanwhile. Messages already out finish. When the pause ends on its own, one probe
+   * goes first, as after any pause.
+   */
+  async pause(destination: string, now: Date, until?: Date): Promise<DestinationRecord> {
+    const name = checkedDestination(destination, 'destination');
+    const end = until ?? PAUSED_UNTIL_RESUMED;
+    if (!(end instanceof Date) || Number.isNaN(end.getTime()) || end <= now) {
+      throw new ValidationError('until', 'expected a time after now');
+    }
+    const result = await this.db.query(this.sql.pauseDestination, [name, now, end]);
+    return destinationFromRow(result.rows[0]!);
+  }
+
+  /**
+   * Ends a destination's pause, whatever paused it, and clears its failure count; its waiting
+   * messages are due now. Null when the destination has no health record (nothing to resume).
+   */
+  async resume(destination: string, now: Date): Promise<DestinationRecord | null> {
+    const name = checkedDestination(destination, 'destination');
+    const result = await this.db.query(this.sql.resumeDestination, [name, now]);
+    const row = result.rows[0];
+    return row === undefined ? null : destinationFromRow(row);
+  }
+}
+
+function checkedDestination(value: unknown, field: string): string {
+  if (
+    typeof value !== 'string' ||
+    value.length === 0 ||
+    value.length > MAX_DESTINATION_NAME_LENGTH ||
+    storableTextProblem(value) !== undefined
+  ) {
+    throw new ValidationError(
+      field,
+      `expected a destination name of 1 to ${MAX_DESTINATION_NAME_LENGTH} characters`,
+    );
+  }
+  return value;
+}
+
+function destinationFromRow(row: Record<string, unknown>): DestinationRecord {
+  return {
+    destination: String(row.destination),
+    state: row.state as DestinationRecord['state'],
+    failures: Number(row.failures ?? 0),
+    pauses: Number(row.pauses ?? 0),
+    pausedBy: (row.paused_by ?? null) as PauseCause | null,
+    pausedAt: toDateOrNull(row.paused_at),
+    pausedUntil: toDateOrNull(row.paused_until),
+    probeUntil: toDateOrNull(row.probe_until),
+    lastError: (row.last_error ?? null) as string | null,
+    lastFailureAt: toDateOrNull(row.last_failure_at),
+    recoveredAt: toDateOrNull(row.recovered_at),
+    waiting: Number(row.waiting ?? 0),
+  };
+}
+
+/** A row of the settle's result: a stale outcome's id, or (destination set) a health change. */
+export interface SettleRow {
+  id: string | null;
+  destination?: string | null;
+  change?: 'paused' | 'resumed';
+  paused_by?: PauseCause | null;
+  paused_until?: Date | string | null;
+  failures?: number | null;
+  last_error?: string | null;
+}
+
+export function destinationChangeFromRow(row: SettleRow): DestinationChange {
+  return {
+    destination: String(row.destination),
+    change: row.change === 'paused' ? 'paused' : 'resumed',
+    pausedBy: row.paused_by ?? null,
+    pausedUntil: toDateOrNull(row.paused_until),
+    failures: Number(row.failures ?? 0),
+    lastError: row.last_error ?? null,
+  };
+}

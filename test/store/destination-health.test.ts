@@ -1,0 +1,247 @@
+/**
+ * Destination health in the store (docs/destinations.md): the settle counts a destination's
+ * failures and pauses it, the claim passes over a paused destination's messages and sends one
+ * probe when the pause ends, and operators pause and resume by hand. Real PostgreSQL, a moved
+ * clock, the store's own statements.
+ */
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_DESTINATION_HEALTH } from '../../src/core/destination-health.js';
+import type { ClaimedMessage, SettleResult } from '../../src/core/outbox-store.js';
+import { dead, delivered, retry } from '../../src/core/settlement.js';
+import type { PostgresOutboxStore } from '../../src/store/postgres-store.js';
+import { useTestDatabase } from '../support/database.js';
+import { claimRequest, fakeClock, freshOutbox } from '../support/drain-fixtures.js';
+import { useDriver } from '../support/drivers.js';
+
+const database = useTestDatabase();
+const driver = useDriver('node-pg', database);
+
+/** Messages of test.kind go to the destination their payload names. */
+async function world() {
+  const fresh = await freshOutbox(driver, {
+    destinations: { 'test.kind': (payload) => (payload as { to: string }).to },
+  });
+  const clock = fakeClock();
+  const enqueue = (to: string, count: number, orderingKey?: string) =>
+    fresh.outbox.enqueue(
+      driver.db,
+      Array.from({ length: count }, (_, n) => ({
+        kind: 'test.kind',
+        payload: { to, n },
+        ...(orderingKey === undefined ? {} : { orderingKey }),
+      })),
+    );
+  const claim = async (limit = 100, store: PostgresOutboxStore = fresh.store) =>
+    (await store.claim(claimRequest({ now: clock.now(), limit }))).claimed;
+  const settle = (
+    messages: readonly ClaimedMessage[],
+    outcome: 'fail' | 'deliver' | 'refuse',
+    retryAfterMs: number | null = null,
+  ): Promise<SettleResult> =>
+    fresh.store.settle(
+      messages.map((message) => ({
+        message,
+        settlement:
+          outcome === 'deliver'
+            ? delivered()
+            : outcome === 'refuse'
+              ? dead('HTTP 410')
+              : retry(new Date(clock.now().getTime() + 1_000), 'HTTP 503', undefined, {
+                  retryAfterMs,
+                }),
+      })),
+      clock.now(),
+    );
+  const destination = async (name: string) =>
+    (await fresh.store.destinations().list(clock.now())).find((d) => d.destination === name);
+  const payloadsTo = (messages: readonly ClaimedMessage[]) =>
+    messages.map((message) => (message.payload as { to: string }).to);
+  return { ...fresh, clock, enqueue, claim, settle, destination, payloadsTo };
+}
+
+const DOWN = 'https://down.example';
+const UP = 'https://up.example';
+
+describe('destination health', () => {
+  it('records each message’s destination at enqueue, from its kind’s function', async () => {
+    const w = await world();
+    const [key] = await w.enqueue(DOWN, 1);
+    const { rows } = await database.pool.query(
+      `SELECT destination FROM ${w.schema}.messages WHERE key = $1`,
+      [key],
+    );
+    expect(rows).toEqual([{ destination: DOWN }]);
+  });
+
+  it('pauses a destination after five failures in a row, and claims only the others’ messages', async () => {
+    const w = await world();
+    await w.enqueue(DOWN, 5);
+    const failing = await w.claim();
+    await w.enqueue(DOWN, 20);
+    await w.enqueue(UP, 20);
+    const result = await w.settle(failing, 'fail');
+    expect(result.destinations).toEqual([
+      expect.objectContaining({
+        destination: DOWN,
+        change: 'paused',
+        pausedBy: 'breaker',
+        failures: 5,
+      }),
+    ]);
+    expect(await w.destination(DOWN)).toMatchObject({ state: 'open', failures: 5, pauses: 1 });
+    w.clock.advance(2_000);
+    const next = await w.claim();
+    expect(next).toHaveLength(20);
+    expect(new Set(w.payloadsTo(next))).toEqual(new Set([UP]));
+  });
+
+  it('moves a paused destination’s waiting messages to the pause’s end in due order', async () => {
+    const w = await world();
+    await w.enqueue(DOWN, 5);
+    const failing = await w.claim();
+    await w.enqueue(DOWN, 30);
+    await w.settle(failing, 'fail');
+    const pausedUntil = (await w.destination(DOWN))!.pausedUntil!;
+    const { rows } = await database.pool.query(
+      `SELECT count(*)::int AS n FROM ${w.schema}.messages WHERE destination = $1 AND due_at = $2`,
+      [DOWN, pausedUntil],
+    );
+    expect(rows[0].n).toBe(30);
+  });
+
+  it('does not count fewer failures than the threshold, and a delivery resets the count', async () => {
+    const w = await world();
+    await w.enqueue(DOWN, 4);
+    await w.settle(await w.claim(), 'fail');
+    expect(await w.destination(DOWN)).toMatchObject({ state: 'closed', failures: 4 });
+    w.clock.advance(2_000);
+    await w.settle(await w.claim(1), 'deliver');
+    expect(await w.destination(DOWN)).toMatchObject({ state: 'closed', failures: 0 });
+    w.clock.advance(2_000);
+    await w.settle(await w.claim(), 'fail');
+    expect(await w.destination(DOWN)).toMatchObject({ state: 'closed', failures: 3 });
+  });
+
+  it('never counts a permanent failure: a refusal of one message says nothing of the receiver', async () => {
+    const w = await world();
+    await w.enqueue(DOWN, 10);
+    const result = await w.settle(await w.claim(), 'refuse');
+    expect(result.destinations).toBeUndefined();
+    expect(await w.destination(DOWN)).toBeUndefined();
+  });
+
+  it('pauses at once for a Retry-After, for as long as it asked', async () => {
+    const w = await world();
+    await w.enqueue(DOWN, 3);
+    const [first, ...rest] = await w.claim();
+    await w.settle([first!], 'fail', 30_000);
+    expect(await w.destination(DOWN)).toMatchObject({ state: 'open', pausedBy: 'retry-after' });
+    expect((await w.destination(DOWN))!.pausedUntil!.getTime()).toBe(
+      w.clock.now().getTime() + 30_000,
+    );
+    // Sends out when it asked may still get through; the pause it asked for stands.
+    await w.settle(rest, 'deliver');
+    expect(await w.destination(DOWN)).toMatchObject({ state: 'open', failures: 0 });
+    w.clock.advance(29_999);
+    expect(await w.claim()).toEqual([]);
+    w.clock.advance(2);
+    expect(await w.claim()).toHaveLength(1);
+  });
+
+  it('sends one probe when the pause ends, to only one of two overlapping claims', async () => {
+    const w = await world();
+    await w.enqueue(DOWN, 5);
+    await w.settle(await w.claim(), 'fail');
+    await w.enqueue(DOWN, 10);
+    w.clock.advance(DEFAULT_DESTINATION_HEALTH.pauseMs - 1);
+    expect(await w.claim()).toEqual([]);
+    w.clock.advance(2);
+    const [a, b] = await Promise.all([w.claim(), w.claim()]);
+    const probes = [...a!, ...b!];
+    expect(probes).toHaveLength(1);
+    expect(await w.destination(DOWN)).toMatchObject({ state: 'half-open' });
+    expect(await w.claim()).toEqual([]);
+    // The probe fails: paused again, twice as long.
+    const result = await w.settle(probes, 'fail');
+    expect(result.destinations).toEqual([expect.objectContaining({ change: 'paused' })]);
+    const again = (await w.destination(DOWN))!;
+    expect(again).toMatchObject({ state: 'open', pauses: 2 });
+    expect(again.pausedUntil!.getTime()).toBe(
+      w.clock.now().getTime() + 2 * DEFAULT_DESTINATION_HEALTH.pauseMs,
+    );
+    w.clock.advance(2 * DEFAULT_DESTINATION_HEALTH.pauseMs + 1);
+    const probe = await w.claim();
+    expect(probe).toHaveLength(1);
+    // The probe is delivered: the destination closes, and everything waiting is claimable.
+    const closed = await w.settle(probe, 'deliver');
+    expect(closed.destinations).toEqual([
+      expect.objectContaining({ destination: DOWN, change: 'resumed' }),
+    ]);
+    expect(await w.destination(DOWN)).toMatchObject({ state: 'closed', failures: 0, pauses: 0 });
+    expect(await w.claim()).toHaveLength(14);
+  });
+
+  it('lets another probe go when the probe’s drain died and its lease ran out', async () => {
+    const w = await world();
+    await w.enqueue(DOWN, 6);
+    await w.settle(await w.claim(5), 'fail');
+    w.clock.advance(DEFAULT_DESTINATION_HEALTH.pauseMs + 1);
+    const [lost] = await w.claim();
+    expect(lost).toBeDefined();
+    w.clock.advance(claimRequest().leaseMs + 1);
+    const next = await w.claim();
+    expect(next).toHaveLength(1);
+  });
+
+  it('keeps per-key order through a pause: a paused head holds its key on every destination', async () => {
+    const w = await world();
+    await w.enqueue(DOWN, 5);
+    await w.settle(await w.claim(), 'fail');
+    await w.enqueue(DOWN, 1, 'order-1');
+    await w.enqueue(UP, 1, 'order-1');
+    w.clock.advance(2_000);
+    expect(await w.claim()).toEqual([]);
+  });
+
+  it('lets an operator pause a destination until resumed, and resume brings its messages back', async () => {
+    const w = await world();
+    await w.enqueue(UP, 3);
+    const destinations = w.store.destinations();
+    expect(await destinations.pause(UP, w.clock.now())).toMatchObject({
+      state: 'open',
+      pausedBy: 'operator',
+      waiting: 3,
+    });
+    w.clock.advance(24 * 3_600_000);
+    expect(await w.claim()).toEqual([]);
+    expect(await destinations.resume(UP, w.clock.now())).toMatchObject({
+      state: 'closed',
+      waiting: 3,
+    });
+    expect(await w.claim()).toHaveLength(3);
+    expect(await destinations.resume('https://never.example', w.clock.now())).toBeNull();
+  });
+
+  it('refuses a bad destination name or pause time with an error naming the field', async () => {
+    const w = await world();
+    const destinations = w.store.destinations();
+    await expect(destinations.pause('', w.clock.now())).rejects.toMatchObject({
+      name: 'ValidationError',
+      field: 'destination',
+    });
+    await expect(
+      destinations.pause(UP, w.clock.now(), new Date(w.clock.now().getTime() - 1)),
+    ).rejects.toMatchObject({ name: 'ValidationError', field: 'until' });
+    await expect(destinations.list(w.clock.now(), { limit: 0 })).rejects.toMatchObject({
+      field: 'limit',
+    });
+  });
+
+  it('counts failures from overlapping settles on one destination without losing any', async () => {
+    const w = await world();
+    await w.enqueue(DOWN, 4);
+    const claimed = await w.claim();
+    await Promise.all(claimed.map((message) => w.settle([message], 'fail')));
+    expect(await w.destination(DOWN)).toMatchObject({ failures: 4, state: 'closed' });
+  });
+});
