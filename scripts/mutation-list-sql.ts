@@ -15,6 +15,7 @@ const CLAIM_STATEMENTS = 'src/store/claim-statements.ts';
 const OPERATOR_STATEMENTS = 'src/store/operator-statements.ts';
 const REPLAY_STATEMENTS = 'src/store/replay-statements.ts';
 const REPLAY_ORDER_TEST = 'test/store/replay-order.test.ts';
+const DESTINATION_TEST = 'test/store/destination-health.test.ts';
 const SKIP_LOCKED_TEST: NamedTest = {
   file: 'test/store/skip-locked.test.ts',
   name: 'a drain delivers the other due rows at once while another transaction holds one',
@@ -96,8 +97,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
       },
       {
         file: STATEMENTS,
-        find: 'SELECT dedupe_key FROM',
-        replace: 'SELECT ctid, dedupe_key FROM',
+        find: 'SELECT dedupe_key, destination FROM',
+        replace: 'SELECT ctid, dedupe_key, destination FROM',
       },
       {
         file: STATEMENTS,
@@ -152,8 +153,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_STATEMENTS,
-        find: 'AND (m.ordering_key IS NULL OR NOT EXISTS (',
-        replace: 'AND (m.ordering_key IS NULL OR true OR NOT EXISTS (',
+        find: '`(m.ordering_key IS NULL OR NOT EXISTS (',
+        replace: '`(m.ordering_key IS NULL OR true OR NOT EXISTS (',
       },
     ],
     tests: [drainTest('delivers each ordering key in enqueue order while sends fail at random')],
@@ -472,6 +473,60 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
       {
         file: 'test/store/attempt-history.test.ts',
         name: 'carries the failures into delivered history with the delivery, and a dedupe-kept row too',
+      },
+    ],
+  },
+  {
+    name: 'the claim does not consult the pause',
+    row: 33,
+    edits: [
+      {
+        file: CLAIM_STATEMENTS,
+        find: 'WHERE paused_until IS NOT NULL))',
+        replace: 'WHERE false))',
+      },
+    ],
+    tests: [
+      {
+        file: DESTINATION_TEST,
+        name: 'pauses a destination after five failures in a row, and claims only the others’ messages',
+        driver: 'node-pg',
+      },
+    ],
+  },
+  {
+    name: 'the probe lets everything through',
+    row: 33,
+    edits: [
+      {
+        file: CLAIM_STATEMENTS,
+        find: 'WHERE paused_until IS NOT NULL))',
+        replace: 'WHERE paused_until > $1))',
+      },
+    ],
+    tests: [
+      {
+        file: DESTINATION_TEST,
+        name: 'sends one probe when the pause ends, to only one of two overlapping claims',
+        driver: 'node-pg',
+      },
+    ],
+  },
+  {
+    name: 'two claims probe one destination at once',
+    row: 33,
+    edits: [
+      {
+        file: CLAIM_STATEMENTS,
+        find: 'AND (d.probe_until IS NULL OR d.probe_until <= $1)',
+        replace: '',
+      },
+    ],
+    tests: [
+      {
+        file: DESTINATION_TEST,
+        name: 'sends one probe when the pause ends, to only one of two overlapping claims',
+        driver: 'node-pg',
       },
     ],
   },

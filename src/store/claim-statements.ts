@@ -75,7 +75,9 @@ export function claimStatement(
           -- Implied by the line above, but spelled out so the planner can use the partial
           -- index messages_ordering_unfinished.
           AND earlier.delivered_at IS NULL))`;
-  const dueRows = (where: string, limit: string) => `
+  // Rows a claim may take, in due order: unfinished, due (or their lease passed), of a kind
+  // this drain sends, heads of their ordering key; locked, skipping rows another claim holds.
+  const candidates = (where: string, limit: string) => `
     SELECT m.id, m.kind, m.attempts >= m.max_attempts AS exhausted
     FROM ${messages} m
     WHERE m.delivered_at IS NULL AND m.dead_at IS NULL
@@ -83,16 +85,21 @@ export function claimStatement(
       AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= $1))
       AND m.kind = ANY($5::text[])
       ${where}
-      -- A paused destination's messages wait (docs/destinations.md), open or half-open: the
-      -- probe of a half-open one is taken below. NOT IN over an uncorrelated subquery: read
-      -- once per claim from destinations_paused and hashed, so a row costs one hash probe, and
-      -- a claim with no destination paused reads one empty index.
-      AND (m.destination IS NULL OR m.destination NOT IN (
-        SELECT destination FROM ${destinations} WHERE paused_until IS NOT NULL))
       AND ${orderingHead}
     ORDER BY m.due_at, m.id
     LIMIT ${limit}
     FOR UPDATE OF m SKIP LOCKED`;
+  // A paused destination's messages wait (docs/destinations.md), open or half-open: the probe
+  // of a half-open one is taken apart (probeStatement). NOT IN over an uncorrelated subquery:
+  // read once per claim from destinations_paused and hashed, so a row costs one hash probe,
+  // and a claim with no destination paused reads one empty index.
+  const dueRows = (where: string, limit: string) =>
+    candidates(
+      `${where}
+      AND (m.destination IS NULL OR m.destination NOT IN (
+        SELECT destination FROM ${destinations} WHERE paused_until IS NOT NULL))`,
+      limit,
+    );
   let due: string;
   if (target === 'keys') {
     due = `due AS (${dueRows('AND m.key = ANY($6::uuid[])', '$7')}
@@ -114,7 +121,10 @@ export function claimStatement(
   ),`;
   }
   // The after-commit kick takes its own fresh messages only: probes wait for a due claim.
-  const probes = target === 'keys' ? '' : probeStatement(messages, destinations, orderingHead);
+  const probes =
+    target === 'keys'
+      ? ''
+      : probeStatement(destinations, candidates('AND m.destination = d.destination', '1'));
   const taken =
     target === 'keys' ? 'SELECT id FROM due' : 'SELECT id FROM due UNION ALL SELECT id FROM probe';
   return `
@@ -165,23 +175,12 @@ export function claimStatement(
  * COMMITTED and finds the probe out. The probe's settle closes the destination (a delivery) or
  * opens it again (a failure); a probe whose drain died lets another go when its lease ends.
  */
-function probeStatement(messages: string, destinations: string, orderingHead: string): string {
+function probeStatement(destinations: string, firstCandidate: string): string {
   return `
   half_open AS MATERIALIZED (
     SELECT d.destination, p.id, p.kind, p.exhausted
     FROM ${destinations} d
-    CROSS JOIN LATERAL (
-      SELECT m.id, m.kind, m.attempts >= m.max_attempts AS exhausted
-      FROM ${messages} m
-      WHERE m.destination = d.destination
-        AND m.delivered_at IS NULL AND m.dead_at IS NULL
-        AND m.due_at <= $1
-        AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= $1))
-        AND m.kind = ANY($5::text[])
-        AND ${orderingHead}
-      ORDER BY m.due_at, m.id
-      LIMIT 1
-      FOR UPDATE OF m SKIP LOCKED) p
+    CROSS JOIN LATERAL (${firstCandidate}) p
     WHERE d.paused_until <= $1 AND (d.probe_until IS NULL OR d.probe_until <= $1)
     ORDER BY d.paused_until
     LIMIT ${PROBES_PER_CLAIM}

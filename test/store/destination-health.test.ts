@@ -11,13 +11,12 @@ import { dead, delivered, retry } from '../../src/core/settlement.js';
 import type { PostgresOutboxStore } from '../../src/store/postgres-store.js';
 import { useTestDatabase } from '../support/database.js';
 import { claimRequest, fakeClock, freshOutbox } from '../support/drain-fixtures.js';
-import { useDriver } from '../support/drivers.js';
+import { DRIVER_NAMES, type Driver, useDriver } from '../support/drivers.js';
 
 const database = useTestDatabase();
-const driver = useDriver('node-pg', database);
 
 /** Messages of test.kind go to the destination their payload names. */
-async function world() {
+async function world(driver: Driver) {
   const fresh = await freshOutbox(driver, {
     destinations: { 'test.kind': (payload) => (payload as { to: string }).to },
   });
@@ -62,9 +61,11 @@ async function world() {
 const DOWN = 'https://down.example';
 const UP = 'https://up.example';
 
-describe('destination health', () => {
+describe.each(DRIVER_NAMES)('destination health, through %s', (driverName) => {
+  const driver = useDriver(driverName, database);
+
   it('records each message’s destination at enqueue, from its kind’s function', async () => {
-    const w = await world();
+    const w = await world(driver);
     const [key] = await w.enqueue(DOWN, 1);
     const { rows } = await database.pool.query(
       `SELECT destination FROM ${w.schema}.messages WHERE key = $1`,
@@ -74,7 +75,7 @@ describe('destination health', () => {
   });
 
   it('pauses a destination after five failures in a row, and claims only the others’ messages', async () => {
-    const w = await world();
+    const w = await world(driver);
     await w.enqueue(DOWN, 5);
     const failing = await w.claim();
     await w.enqueue(DOWN, 20);
@@ -96,7 +97,7 @@ describe('destination health', () => {
   });
 
   it('moves a paused destination’s waiting messages to the pause’s end in due order', async () => {
-    const w = await world();
+    const w = await world(driver);
     await w.enqueue(DOWN, 5);
     const failing = await w.claim();
     await w.enqueue(DOWN, 30);
@@ -110,7 +111,7 @@ describe('destination health', () => {
   });
 
   it('does not count fewer failures than the threshold, and a delivery resets the count', async () => {
-    const w = await world();
+    const w = await world(driver);
     await w.enqueue(DOWN, 4);
     await w.settle(await w.claim(), 'fail');
     expect(await w.destination(DOWN)).toMatchObject({ state: 'closed', failures: 4 });
@@ -123,7 +124,7 @@ describe('destination health', () => {
   });
 
   it('never counts a permanent failure: a refusal of one message says nothing of the receiver', async () => {
-    const w = await world();
+    const w = await world(driver);
     await w.enqueue(DOWN, 10);
     const result = await w.settle(await w.claim(), 'refuse');
     expect(result.destinations).toBeUndefined();
@@ -131,7 +132,7 @@ describe('destination health', () => {
   });
 
   it('pauses at once for a Retry-After, for as long as it asked', async () => {
-    const w = await world();
+    const w = await world(driver);
     await w.enqueue(DOWN, 3);
     const [first, ...rest] = await w.claim();
     await w.settle([first!], 'fail', 30_000);
@@ -149,7 +150,7 @@ describe('destination health', () => {
   });
 
   it('sends one probe when the pause ends, to only one of two overlapping claims', async () => {
-    const w = await world();
+    const w = await world(driver);
     await w.enqueue(DOWN, 5);
     await w.settle(await w.claim(), 'fail');
     await w.enqueue(DOWN, 10);
@@ -182,7 +183,7 @@ describe('destination health', () => {
   });
 
   it('lets another probe go when the probe’s drain died and its lease ran out', async () => {
-    const w = await world();
+    const w = await world(driver);
     await w.enqueue(DOWN, 6);
     await w.settle(await w.claim(5), 'fail');
     w.clock.advance(DEFAULT_DESTINATION_HEALTH.pauseMs + 1);
@@ -194,7 +195,7 @@ describe('destination health', () => {
   });
 
   it('keeps per-key order through a pause: a paused head holds its key on every destination', async () => {
-    const w = await world();
+    const w = await world(driver);
     await w.enqueue(DOWN, 5);
     await w.settle(await w.claim(), 'fail');
     await w.enqueue(DOWN, 1, 'order-1');
@@ -204,7 +205,7 @@ describe('destination health', () => {
   });
 
   it('lets an operator pause a destination until resumed, and resume brings its messages back', async () => {
-    const w = await world();
+    const w = await world(driver);
     await w.enqueue(UP, 3);
     const destinations = w.store.destinations();
     expect(await destinations.pause(UP, w.clock.now())).toMatchObject({
@@ -223,7 +224,7 @@ describe('destination health', () => {
   });
 
   it('refuses a bad destination name or pause time with an error naming the field', async () => {
-    const w = await world();
+    const w = await world(driver);
     const destinations = w.store.destinations();
     await expect(destinations.pause('', w.clock.now())).rejects.toMatchObject({
       name: 'ValidationError',
@@ -238,7 +239,7 @@ describe('destination health', () => {
   });
 
   it('counts failures from overlapping settles on one destination without losing any', async () => {
-    const w = await world();
+    const w = await world(driver);
     await w.enqueue(DOWN, 4);
     const claimed = await w.claim();
     await Promise.all(claimed.map((message) => w.settle([message], 'fail')));
