@@ -3,6 +3,13 @@
 // `outbox-relay/ses` and `outbox-relay/webhook`, each runtime's kit on its own, your own tables'
 // migrations and SQL helpers on `outbox-relay/sql`, environment readers on `outbox-relay/env`.
 // Nothing here loads a provider SDK or a Node built-in.
+
+export type {
+  DestinationChange,
+  DestinationHealthPolicy,
+  DestinationRecord,
+  PauseCause,
+} from './core/destination-health.js';
 export { drainOnce } from './core/drain.js';
 export type { DrainOptions, DrainReport, DrainTuning, StopReason } from './core/drain-settings.js';
 export {
@@ -22,7 +29,7 @@ export {
   SubrequestBudgetError,
   ValidationError,
 } from './core/errors.js';
-export type { JsonValue, NewMessage, PayloadValidator } from './core/message.js';
+export type { DestinationOf, JsonValue, NewMessage, PayloadValidator } from './core/message.js';
 export type {
   AttemptRecord,
   ClaimedMessage,
@@ -77,6 +84,7 @@ export {
 export { type JsonLoggerOptions, jsonLogger } from './runtime/json-log.js';
 export { type KickOptions, kickAfterCommit } from './runtime/kick.js';
 export { limitSender, type SendLimits } from './senders/rate-limit.js';
+export type { PostgresDestinationStore } from './store/destination-store.js';
 export type { MigrateResult } from './store/migrate.js';
 // The type of `outbox.store(db)`. A type only: `outbox.store(db)` is the one way to make one.
 export type {

@@ -6,6 +6,7 @@
  * the field fails that field's test.
  */
 import { describe, expect, it } from 'vitest';
+import type { DestinationChange } from '../../src/core/destination-health.js';
 import { isOutboxError } from '../../src/core/errors.js';
 import { type Logger, silentLogger } from '../../src/core/ports.js';
 import { budgetedTimeouts, createDrainer, type DrainerOptions } from '../../src/runtime/drainer.js';
@@ -16,6 +17,7 @@ import {
   ENTRY_POINTS,
   newWorld,
   outcomesOfClaim,
+  PROBE_DESTINATION,
   runLambdaKit,
   runNodeSchedule,
   runWorkersKit,
@@ -57,6 +59,9 @@ function recordingLogger(): Logger & { infos: string[] } {
   const infos: string[] = [];
   return { ...silentLogger, info: (message) => infos.push(message), infos };
 }
+
+/** What the onDestinationChange probe's hook was called with, in its latest run. */
+let hookChanges: DestinationChange[] = [];
 
 /** A probe per setup field: a field added to the setup without one does not compile. */
 const PROBES: Record<SetupField, FieldProbe> = {
@@ -114,6 +119,23 @@ const PROBES: Record<SetupField, FieldProbe> = {
     settings: () => ({ destinationHealth: { failuresToPause: 2 } }),
     expectSeen: ({ seen }) =>
       expect(seen.settles[0]?.options?.health).toMatchObject({ failuresToPause: 2 }),
+  },
+  onDestinationChange: {
+    effect: 'calls the hook when its failures pause the receiver',
+    settings: () => {
+      hookChanges = [];
+      return {
+        onDestinationChange: (change) => {
+          hookChanges.push(change);
+        },
+        destinationHealth: { failuresToPause: 1 },
+      };
+    },
+    world: { sender: { fail: true } },
+    expectSeen: () =>
+      expect(hookChanges).toEqual([
+        expect.objectContaining({ destination: PROBE_DESTINATION, change: 'paused' }),
+      ]),
   },
   deadHeadBlocks: {
     effect: 'claims past a dead head',

@@ -46,7 +46,12 @@ import { type FakeClock, fakeClock } from '../support/drain-fixtures.js';
 import { waitFor } from '../support/wait-for.js';
 
 export const KIND = 'probe.kind';
-const outbox = createOutbox({ kinds: { [KIND]: true } });
+/** Every probe message goes to one receiver, so failures pause it. */
+export const PROBE_DESTINATION = 'https://probe.example';
+const outbox = createOutbox({
+  kinds: { [KIND]: true },
+  destinations: { [KIND]: () => PROBE_DESTINATION },
+});
 
 /**
  * A minute: the most the admin's `POST /drain` takes, given to every entry point so they all
@@ -106,7 +111,9 @@ export async function newWorld(
   options: WorldOptions = {},
 ): Promise<World> {
   const db = pgExecutor(database.pool);
-  await database.pool.query('TRUNCATE outbox.messages, outbox.delivered_groups');
+  await database.pool.query(
+    'TRUNCATE outbox.messages, outbox.delivered_groups, outbox.destinations',
+  );
   const keys = await outbox.enqueue(
     db,
     Array.from({ length: options.messages ?? 1 }, (_, n) => ({ kind: KIND, payload: { n } })),
