@@ -30,9 +30,21 @@ export const OUTBOX_SCHEMA = 'outbox';
 /** A kind with no payload check, so enqueue cost is the outbox's own, not a validator's. */
 export const BENCH_KIND = 'bench.event';
 
+/**
+ * Where every bench message goes: one receiver, as a webhook's origin names it. Every message
+ * carries it, as a webhook does, so the figures include what destination health costs the happy
+ * path (the column, the claim's pause check, the settle's sum per destination).
+ */
+export const BENCH_DESTINATION = 'https://receiver.bench.example';
+
 /** The outbox every outbox-relay case uses. */
 export function benchOutbox(options: Pick<OutboxOptions, 'keepDelivered'> = {}): Outbox {
-  return createOutbox({ schema: OUTBOX_SCHEMA, kinds: { [BENCH_KIND]: true }, ...options });
+  return createOutbox({
+    schema: OUTBOX_SCHEMA,
+    kinds: { [BENCH_KIND]: true },
+    destinations: { [BENCH_KIND]: () => BENCH_DESTINATION },
+    ...options,
+  });
 }
 
 const quotedSchema = quoteSchema(OUTBOX_SCHEMA);
