@@ -126,7 +126,9 @@ export function claimStatement(
       ? ''
       : probeStatement(destinations, candidates('AND m.destination = d.destination', '1'));
   const taken =
-    target === 'keys' ? 'SELECT id FROM due' : 'SELECT id FROM due UNION ALL SELECT id FROM probe';
+    target === 'keys'
+      ? 'SELECT id FROM due'
+      : 'SELECT id FROM due UNION ALL SELECT id FROM probe WHERE id IS NOT NULL';
   return `
   WITH ${due}${probes}
   -- Rows whose attempts are spent are set aside below; they are counted here, from due, so the
@@ -161,7 +163,7 @@ export function claimStatement(
       target === 'keys'
         ? ''
         : `,
-    m.id = ANY(ARRAY(SELECT id FROM probe)) AS probe`
+    m.id = ANY(ARRAY(SELECT id FROM probe WHERE id IS NOT NULL)) AS probe`
     }`;
 }
 
@@ -180,20 +182,31 @@ function probeStatement(destinations: string, firstCandidate: string): string {
   half_open AS MATERIALIZED (
     SELECT d.destination, p.id, p.kind, p.exhausted
     FROM ${destinations} d
-    CROSS JOIN LATERAL (${firstCandidate}) p
+    LEFT JOIN LATERAL (${firstCandidate}) p ON true
     WHERE d.paused_until <= $1 AND (d.probe_until IS NULL OR d.probe_until <= $1)
     ORDER BY d.paused_until
     LIMIT ${PROBES_PER_CLAIM}
     FOR UPDATE OF d SKIP LOCKED
   ),
+  -- A destination with nothing to probe now (nothing due, or all of it held or locked) is
+  -- looked at again after PROBE_LOOK_AGAIN_MS, not by every claim: finding that out walks the
+  -- due order.
   probe AS (
-    UPDATE ${destinations} d SET probe_until = $1::timestamptz + $3 * interval '1 millisecond',
+    UPDATE ${destinations} d SET probe_until = $1::timestamptz + CASE WHEN h.id IS NULL
+        THEN ${PROBE_LOOK_AGAIN_MS} ELSE $3 END * interval '1 millisecond',
       updated_at = $1
     FROM half_open h
     WHERE d.destination = h.destination
     RETURNING h.id, h.kind, h.exhausted
   ),`;
 }
+
+/**
+ * How long a half-open destination with nothing to probe waits before a claim looks again: a
+ * message enqueued for it meanwhile waits at most this long for its probe, and a claim walks
+ * the due order for it at most this often.
+ */
+const PROBE_LOOK_AGAIN_MS = 5_000;
 
 /**
  * Destinations one claim may probe. A probe is one message, so a few cost a claim little; more

@@ -194,6 +194,24 @@ describe.each(DRIVER_NAMES)('destination health, through %s', (driverName) => {
     expect(next).toHaveLength(1);
   });
 
+  it('looks for a probe again after 5 s when a half-open destination has nothing to send', async () => {
+    const w = await world(driver);
+    await w.enqueue(DOWN, 5);
+    await w.settle(await w.claim(), 'fail');
+    // Its messages go (an operator discarded them, say) while it is paused.
+    await database.pool.query(`DELETE FROM ${w.schema}.messages WHERE destination = $1`, [DOWN]);
+    w.clock.advance(DEFAULT_DESTINATION_HEALTH.pauseMs + 1);
+    expect(await w.claim()).toEqual([]);
+    const looked = (await w.destination(DOWN))!;
+    expect(looked).toMatchObject({ state: 'half-open' });
+    expect(looked.probeUntil!.getTime()).toBe(w.clock.now().getTime() + 5_000);
+    await w.enqueue(DOWN, 3);
+    w.clock.advance(4_999);
+    expect(await w.claim()).toEqual([]);
+    w.clock.advance(2);
+    expect(await w.claim()).toHaveLength(1);
+  });
+
   it('keeps per-key order through a pause: a paused head holds its key on every destination', async () => {
     const w = await world(driver);
     await w.enqueue(DOWN, 5);
