@@ -45,3 +45,9 @@ CREATE TABLE {{schema}}.destinations (
 -- keeps of destinations that failed once and recovered.
 CREATE INDEX destinations_paused ON {{schema}}.destinations (paused_until)
   WHERE paused_until IS NOT NULL;
+
+-- Every claim also reads the destinations with failures or a pause, to mark the messages whose
+-- settle must keep health (a healthy destination's settle skips it): only those, however many
+-- recovered destinations the table keeps.
+CREATE INDEX destinations_watched ON {{schema}}.destinations (destination)
+  WHERE failures > 0 OR paused_until IS NOT NULL;

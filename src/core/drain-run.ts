@@ -56,6 +56,8 @@ export interface DrainRun {
   cursor: ClaimCursor | undefined;
   /** Claims since the last one that scanned from the start of the due order. */
   claimsSinceFullScan: number;
+  /** When a claim next also takes probes of half-open destinations (ms, the drain's clock). */
+  nextProbeAt: number;
   /** How long the last claim took, ms: the time the queue must last while the next one runs. */
   claimMs: number;
   /** A moving average of how long a send takes, ms. */
@@ -98,6 +100,7 @@ export function newRun(
     claimsOver: false,
     cursor: undefined,
     claimsSinceFullScan: 0,
+    nextProbeAt: Number.NEGATIVE_INFINITY,
     claimMs: 0,
     sendMs: 0,
     budgetRefused: false,

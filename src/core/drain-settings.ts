@@ -245,6 +245,13 @@ export const DEFAULT_SETTLE_GROUP_MS = 5;
 export const CLAIMS_PER_FULL_SCAN = 4;
 
 /**
+ * Five seconds between claims that also probe half-open destinations (docs/destinations.md): a
+ * pause lasts 30 s or more, so a probe waits at most a sixth of the shortest, and the claims
+ * between skip the probe's lookup and its write.
+ */
+export const PROBE_INTERVAL_MS = 5_000;
+
+/**
  * Claims a drain keeps on the wire at once. A second claim starts beside the first only when
  * even a full batch from the first would leave the lanes idle before the next claim could land:
  * sends outrun one claim per round trip (instant sends, a far database). Only with claim ahead

@@ -19,6 +19,7 @@ import {
   deadlineReader,
   MAX_CLAIMS_ON_WIRE,
   MIN_BUDGET_FOR_CLAIM_BESIDE,
+  PROBE_INTERVAL_MS,
   resolveSettings,
   type StopReason,
 } from './drain-settings.js';
@@ -293,6 +294,11 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
     claimingBacklog(run) && run.claimsSinceFullScan < CLAIMS_PER_FULL_SCAN - 1
       ? run.cursor
       : undefined;
+  // Probes of half-open destinations ride on a run's first claim and one every
+  // PROBE_INTERVAL_MS after: a pause lasts 30 s or more, and the claims between need not pay
+  // for looking.
+  const probe = run.options.keys === undefined && claimedAt.getTime() >= run.nextProbeAt;
+  if (probe) run.nextProbeAt = claimedAt.getTime() + PROBE_INTERVAL_MS;
   const startedAt = performance.now();
   run.rowsOnWire += limit;
   let result: ClaimResult;
@@ -306,6 +312,7 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
       deadHeadBlocks: settings.deadHeadBlocks,
       kinds: settings.kinds,
       after,
+      probe,
     });
   } finally {
     run.rowsOnWire -= limit;

@@ -83,6 +83,11 @@ export interface ClaimedMessage {
    * bounded by it ({@link MAX_SETTLE_PAYLOAD_BYTES}).
    */
   payloadBytes: number;
+  /**
+   * Whether its destination had failures or a pause when it was claimed (the store's business:
+   * its settle then records the outcome against the destination; docs/destinations.md).
+   */
+  destinationWatched?: boolean;
 }
 
 /** A row a claim set aside as dead: its final attempt's lease ran out without an outcome. */
@@ -112,6 +117,11 @@ export interface ClaimRequest {
    * ran out, an ordering key's next message) wait for a claim without it.
    */
   after?: ClaimCursor;
+  /**
+   * Also take one probe of each half-open destination (docs/destinations.md), beside the due
+   * rows. Due claims only; the drain asks on its first claim and every few seconds after.
+   */
+  probe?: boolean;
 }
 
 export interface ClaimResult {
@@ -126,7 +136,7 @@ export interface ClaimResult {
 /** What a settle needs of a claimed message: where its row is, the claim that owns it, its key and size. */
 export type SettledMessage = Pick<
   ClaimedMessage,
-  'id' | 'key' | 'claimToken' | 'rowId' | 'payloadBytes'
+  'id' | 'key' | 'claimToken' | 'rowId' | 'payloadBytes' | 'destinationWatched'
 >;
 
 /** One claimed message's outcome, to be recorded. */

@@ -8,15 +8,17 @@ import { countOutcomes } from './outcome-counts.js';
 /** Claim texts kept per limit; past this many distinct limits, the kept ones are forgotten. */
 const CLAIM_TEXTS_KEPT = 8;
 
-/** The due-rows claim by limit and cursor, each text built once. */
-export function claimStatements(quotedSchema: string): (limit: number, after?: boolean) => string {
+/** The due-rows claim by limit, cursor and probes, each text built once. */
+export function claimStatements(
+  quotedSchema: string,
+): (limit: number, after?: boolean, probe?: boolean) => string {
   const texts = new Map<string, string>();
-  return (limit, after = false) => {
-    const name = `${limit}${after ? ' after' : ''}`;
+  return (limit, after = false, probe = false) => {
+    const name = `${limit}${after ? ' after' : ''}${probe ? ' probe' : ''}`;
     let text = texts.get(name);
     if (text === undefined) {
       if (texts.size >= CLAIM_TEXTS_KEPT) texts.clear();
-      text = claimStatement(quotedSchema, { limit, after });
+      text = claimStatement(quotedSchema, { limit, after, probe });
       texts.set(name, text);
     }
     return text;
@@ -59,7 +61,7 @@ export function claimStatements(quotedSchema: string): (limit: number, after?: b
  */
 export function claimStatement(
   quotedSchema: string,
-  target: { limit: number; after: boolean } | 'keys',
+  target: { limit: number; after: boolean; probe?: boolean } | 'keys',
 ): string {
   if (target !== 'keys' && !(Number.isSafeInteger(target.limit) && target.limit > 0)) {
     throw new RangeError(`claim limit must be a whole number above 0, got ${target.limit}`);
@@ -120,21 +122,21 @@ export function claimStatement(
     due = `due AS (${dueRows('', String(target.limit))}
   ),`;
   }
-  // The after-commit kick takes its own fresh messages only: probes wait for a due claim.
-  const probes =
-    target === 'keys'
-      ? ''
-      : probeStatement(destinations, candidates('AND m.destination = d.destination', '1'));
-  const taken =
-    target === 'keys'
-      ? 'SELECT id FROM due'
-      : 'SELECT id FROM due UNION ALL SELECT id FROM probe WHERE id IS NOT NULL';
+  // Probes only where the drain asks (a due claim now and then): the other claims do not pay
+  // for the lookup and the destinations write. The after-commit kick never probes.
+  const probing = target !== 'keys' && target.probe === true;
+  const probes = probing
+    ? probeStatement(destinations, candidates('AND m.destination = d.destination', '1'))
+    : '';
+  const taken = probing
+    ? 'SELECT id FROM due UNION ALL SELECT id FROM probe WHERE id IS NOT NULL'
+    : 'SELECT id FROM due';
   return `
   WITH ${due}${probes}
   -- Rows whose attempts are spent are set aside below; they are counted here, from due, so the
   -- update's rows go straight to the client.
   counted AS (
-    ${countOutcomes(quotedSchema, `(SELECT kind, 'dead' AS outcome FROM due WHERE exhausted${target === 'keys' ? '' : " UNION ALL SELECT kind, 'dead' FROM probe WHERE exhausted"})`, '$1')}
+    ${countOutcomes(quotedSchema, `(SELECT kind, 'dead' AS outcome FROM due WHERE exhausted${probing ? " UNION ALL SELECT kind, 'dead' FROM probe WHERE exhausted" : ''})`, '$1')}
   )
   UPDATE ${messages} m SET
     state = CASE WHEN m.attempts >= m.max_attempts THEN 'dead' ELSE 'claimed' END,
@@ -157,14 +159,17 @@ export function claimStatement(
   -- ctid), which the settle reads without an index probe. payload_bytes: the payload's stored
   -- size, which bounds a settle write. due_ms: the due time as epoch milliseconds, a float the driver reads without
   -- parsing a date; the last row's in due order, with its id, is where the next claim's scan
-  -- may start.
+  -- may start. watched: its destination has failures or a pause (destinations_watched, hashed
+  -- once per claim), so its settle keeps destination health; the others' settles skip it.
   RETURNING ${CLAIMED_COLUMNS}, m.ctid AS row_id, pg_column_size(m.payload) AS payload_bytes,
-    date_part('epoch', m.due_at) * 1000 AS due_ms${
-      target === 'keys'
-        ? ''
-        : `,
+    date_part('epoch', m.due_at) * 1000 AS due_ms,
+    m.destination IN (SELECT destination FROM ${destinations}
+      WHERE failures > 0 OR paused_until IS NOT NULL) AS watched${
+        probing
+          ? `,
     m.id = ANY(ARRAY(SELECT id FROM probe WHERE id IS NOT NULL)) AS probe`
-    }`;
+          : ''
+      }`;
 }
 
 /**

@@ -159,10 +159,12 @@ export function settleHealthStatements(quotedSchema: string, p: HealthParameters
       ),`;
 }
 
-/**
- * The settle's result rows for destinations that paused or resumed in it, beside the stale
- * outcomes' ids (whose columns here are null).
- */
+/** The settle's result columns with health: a stale outcome's id, and nulls. */
+export const HEALTH_CHANGE_COLUMNS = `, NULL::text AS destination, NULL::text AS change,
+        NULL::text AS paused_by, NULL::timestamptz AS paused_until, NULL::integer AS failures,
+        NULL::text AS last_error`;
+
+/** Beside them, a row for each destination it paused or resumed. */
 export const HEALTH_CHANGES = `
       UNION ALL
       SELECT NULL, destination, 'paused', paused_by, paused_until, failures, last_error

@@ -57,6 +57,8 @@ export type ClaimedRow = Pick<
   | 'created_at'
   | 'state'
 > & {
+  /** Its destination had failures or a pause (null: it has none). */
+  watched?: boolean | null;
   /** A half-open destination's probe, taken beside the due rows (due claims only). */
   probe?: boolean;
   /** The ctid of the row version the claim wrote, as text: `(page,item)`. */
@@ -80,6 +82,7 @@ export function claimedFromRow(row: ClaimedRow, claimToken: string): ClaimedMess
     claimToken,
     rowId: row.row_id,
     payloadBytes: Number(row.payload_bytes),
+    destinationWatched: row.watched === true,
   };
 }
 

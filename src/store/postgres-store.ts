@@ -52,7 +52,7 @@ import {
 import { purgeFinished } from './purge-passes.js';
 import { PostgresReplayStore } from './replay-store.js';
 import { DEFAULT_SCHEMA, quoteSchema } from './schema-name.js';
-import { settleParameters } from './settle-parameters.js';
+import { settleKeepsHealth, settleParameters } from './settle-parameters.js';
 import { type OutboxStatements, outboxStatements } from './statements.js';
 
 export { DEFAULT_PURGE_BATCH } from './purge-passes.js';
@@ -119,7 +119,11 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
           request.limit,
         ])
       : await this.rowsOf<ClaimedRow>(
-          this.sql.claimDueMessages(request.limit, request.after !== undefined),
+          this.sql.claimDueMessages(
+            request.limit,
+            request.after !== undefined,
+            request.probe === true,
+          ),
           request.after ? [...shared, request.after.dueAt, request.after.id] : shared,
         );
     // The statement returns rows as its update took them; they go out in due order, and the
@@ -155,9 +159,14 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
         `settle takes at most ${MAX_SETTLE_OUTCOMES} outcomes at once, got ${requests.length}`,
       );
     }
-    const health = options.health ?? DEFAULT_DESTINATION_HEALTH;
-    const params = settleParameters(requests, now, this.keepDelivered, health);
-    const result = await this.rowsOf<SettleRow>(this.sql.settleClaimedMessages, params);
+    const health = settleKeepsHealth(requests)
+      ? (options.health ?? DEFAULT_DESTINATION_HEALTH)
+      : undefined;
+    const statement = settleParameters(requests, now, this.keepDelivered, health);
+    const result = await this.rowsOf<SettleRow>(
+      statement.health ? this.sql.settleClaimedMessagesWithHealth : this.sql.settleClaimedMessages,
+      statement.params,
+    );
     const stale = new Set<string>();
     const destinations: DestinationChange[] = [];
     for (const row of result.rows) {

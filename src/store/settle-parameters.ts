@@ -5,16 +5,18 @@ import { deliveryDuration, deliveryStatus, failedAttemptJson } from './attempt-l
 import { historyBounds } from './history-groups.js';
 
 /**
- * The settle statement's parameters for `requests` (see settleClaimedMessages): one array per
- * column of the outcomes (their attempt history's included), each claim token once, and with
- * delivered history the bounds of the group its deliveries make.
+ * The settle statement's parameters for `requests` (see settle-statement.ts): one array per
+ * column of the outcomes (their attempt history's included), each claim token once, with
+ * delivered history the bounds of the group its deliveries make, and with a `health` policy
+ * destination health's (for settleClaimedMessagesWithHealth; `false` counts no failures).
+ * `health` in the result: which text the parameters are for.
  */
 export function settleParameters(
   requests: readonly SettleRequest[],
   now: Date,
   keepDelivered: boolean,
-  health: DestinationHealthPolicy | false,
-): unknown[] {
+  health?: DestinationHealthPolicy | false,
+): { params: unknown[]; health: boolean } {
   const ids: string[] = [];
   const rowIds: string[] = [];
   const tokenNumbers: number[] = [];
@@ -80,6 +82,7 @@ export function settleParameters(
     const bounds = historyBounds(delivered);
     params.push(bounds?.ids ?? null, bounds?.smallestKey ?? null, bounds?.largestKey ?? null);
   }
+  if (health === undefined) return { params, health: false };
   // Destination health's: null arrays when no outcome failed, as above.
   const anyFailed = failed.includes(true);
   params.push(
@@ -89,7 +92,22 @@ export function settleParameters(
     health === false ? null : health.pauseMs,
     health === false ? null : health.maxPauseMs,
   );
-  return params;
+  return { params, health: true };
+}
+
+/**
+ * Whether a settle of `requests` keeps destination health: when an outcome is a failure that
+ * counts against its destination, or a message's destination had failures or a pause when it
+ * was claimed (its delivery resets them; the probe's closes the pause). Otherwise the settle
+ * without it runs, and a healthy destination's deliveries write nothing for health.
+ */
+export function settleKeepsHealth(requests: readonly SettleRequest[]): boolean {
+  return requests.some(
+    ({ message, settlement }) =>
+      message.destinationWatched === true ||
+      ((settlement.outcome === 'retry' || settlement.outcome === 'dead') &&
+        settlement.destinationFailure !== undefined),
+  );
 }
 
 /** A Retry-After a sender reported, as the settle takes it: whole ms, at most a day; else null. */

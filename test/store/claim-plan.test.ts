@@ -12,7 +12,7 @@ import type { ClaimCursor } from '../../src/core/outbox-store.js';
 import { delivered, retry } from '../../src/core/settlement.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
-import { settleParameters } from '../../src/store/settle-parameters.js';
+import { settleKeepsHealth, settleParameters } from '../../src/store/settle-parameters.js';
 import { outboxStatements } from '../../src/store/statements.js';
 import { useTestDatabase } from '../support/database.js';
 import { claimRequest } from '../support/drain-fixtures.js';
@@ -196,14 +196,20 @@ describe('the settle statement', () => {
     expect(claimed).toHaveLength(1300);
 
     const statements = outboxStatements('settle_plan');
+    // Both texts: deliveries to a healthy destination (no health), and failures (with it).
     for (const settlement of [
       delivered(),
       retry(new Date(), 'receiver said 503', undefined, { retryAfterMs: null }),
     ]) {
       const requests = claimed.map((message) => ({ message, settlement }));
+      const health = settleKeepsHealth(requests) ? DEFAULT_DESTINATION_HEALTH : undefined;
+      const { params } = settleParameters(requests, new Date(), true, health);
+      const text = health
+        ? statements.settleClaimedMessagesWithHealth
+        : statements.settleClaimedMessages;
       const { rows } = await database.pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-        `EXPLAIN (FORMAT JSON) ${statements.settleClaimedMessages}`,
-        settleParameters(requests, new Date(), true, DEFAULT_DESTINATION_HEALTH),
+        `EXPLAIN (FORMAT JSON) ${text}`,
+        params,
       );
       expect(loopsOverCtes(rows[0]!['QUERY PLAN'][0].Plan)).toEqual([]);
     }
