@@ -11,6 +11,7 @@ import {
 } from './mutation.js';
 
 const STATEMENTS = 'src/store/statements.ts';
+const SETTLE_STATEMENT = 'src/store/settle-statement.ts';
 const CLAIM_STATEMENTS = 'src/store/claim-statements.ts';
 const OPERATOR_STATEMENTS = 'src/store/operator-statements.ts';
 const REPLAY_STATEMENTS = 'src/store/replay-statements.ts';
@@ -89,29 +90,29 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     row: 8,
     edits: [
       {
-        file: STATEMENTS,
+        file: SETTLE_STATEMENT,
         // Each outcome's row found by id alone, at whatever version it has now.
         find: "SELECT o.*, o.outcome = 'delivered' AND m.dedupe_key IS NULL AS moves",
         replace:
           "SELECT o.id, m.ctid AS row_id, o.claim_token, o.outcome, o.due_at, o.error,\n          o.outcome = 'delivered' AND m.dedupe_key IS NULL AS moves",
       },
       {
-        file: STATEMENTS,
-        find: 'SELECT dedupe_key, destination FROM',
-        replace: 'SELECT ctid, dedupe_key, destination FROM',
+        file: SETTLE_STATEMENT,
+        find: 'SELECT dedupe_key',
+        replace: 'SELECT ctid, dedupe_key',
       },
       {
-        file: STATEMENTS,
+        file: SETTLE_STATEMENT,
         find: 'WHERE m.ctid = o.row_id\n            AND m.id = o.id\n            AND m.claim_token = o.claim_token\n          LIMIT 1) m',
         replace: 'WHERE m.id = o.id\n          LIMIT 1) m',
       },
       {
-        file: STATEMENTS,
+        file: SETTLE_STATEMENT,
         find: '\n          AND m.claim_token = ANY ($4::uuid[])',
         replace: '',
       },
       {
-        file: STATEMENTS,
+        file: SETTLE_STATEMENT,
         find: '\n          AND m.claim_token = o.claim_token\n          AND NOT o.moves',
         replace: '\n          AND NOT o.moves',
       },
@@ -127,7 +128,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     row: 9,
     edits: [
       {
-        file: STATEMENTS,
+        file: SETTLE_STATEMENT,
         find: 'THEN m.attempts - 1 ELSE m.attempts END',
         replace: 'THEN m.attempts ELSE m.attempts END',
       },
@@ -139,7 +140,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     row: 9,
     edits: [
       {
-        file: STATEMENTS,
+        file: SETTLE_STATEMENT,
         find: "WHEN o.outcome IN ('retry', 'release') THEN o.due_at",
         replace:
           "WHEN o.outcome = 'retry' THEN o.due_at WHEN o.outcome = 'release' THEN o.due_at + interval '1 hour'",
@@ -181,7 +182,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
         replace: 'attempts = m.attempts,',
       },
       {
-        file: STATEMENTS,
+        file: SETTLE_STATEMENT,
         find: "attempts = CASE WHEN o.outcome = 'release' THEN m.attempts - 1 ELSE m.attempts END,",
         replace:
           "attempts = CASE WHEN o.outcome = 'release' THEN m.attempts ELSE least(m.attempts + 1, m.max_attempts) END,",
@@ -446,7 +447,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     row: 32,
     edits: [
       {
-        file: STATEMENTS,
+        file: SETTLE_STATEMENT,
         // biome-ignore lint/suspicious/noTemplateCurlyInString: the source text, placeholder and all
         find: "attempt_log = ${appendedAttemptLog('$8::timestamptz')}",
         replace: 'attempt_log = m.attempt_log',

@@ -1,7 +1,6 @@
 import { claimStatement, claimStatements } from './claim-statements.js';
 import { type MetricStatements, metricStatements } from './metric-statements.js';
 import { type OperatorStatements, operatorStatements } from './operator-statements.js';
-import { countOutcomes } from './outcome-counts.js';
 import { settleStatement } from './settle-statement.js';
 
 /**
