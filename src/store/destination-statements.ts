@@ -256,3 +256,65 @@ export function destinationStatements(quotedSchema: string) {
 }
 
 export type DestinationStatements = ReturnType<typeof destinationStatements>;
+
+/**
+ * The operator surfaces' reads of destinations (the CLI, the admin API and dashboard, and
+ * `/metrics`), apart from the statements above: one list that pages by its own order, and the
+ * paused flags a scrape reads.
+ */
+export function destinationReadStatements(quotedSchema: string) {
+  const destinations = `${quotedSchema}.destinations`;
+  const messages = `${quotedSchema}.messages`;
+  return {
+    /**
+     * $1 now, $2 limit, $3 after this name (null: from the first). Each destination with a
+     * row, paused ones (open or half-open) first, then by name, and how many messages wait for
+     * it (pending or claimed).
+     *
+     * The page continues after `$3` in that order: at its place, the paused or the closed part,
+     * as its row is now (a name with no row is taken as paused, so nothing after it is passed
+     * over). A destination that pauses or resumes between two pages moves, as a row does in
+     * any keyset list over a changing order.
+     *
+     * The waiting counts are one pass over the waiting messages for the whole page (by
+     * messages_claimable's predicate: not delivered, not dead), not one per destination: the
+     * messages have no index on destination, and a count per row would read the backlog once
+     * for each of a page's destinations.
+     */
+    listDestinationPage: `
+      WITH page AS (
+        SELECT d.*, CASE WHEN d.paused_until IS NULL THEN 'closed'
+            WHEN d.paused_until > $1 THEN 'open' ELSE 'half-open' END AS state
+        FROM ${destinations} d
+        WHERE $3::text IS NULL
+          OR (d.paused_until IS NULL, d.destination::text) > (coalesce(
+            (SELECT c.paused_until IS NULL FROM ${destinations} c WHERE c.destination = $3),
+            false), $3::text)
+        ORDER BY d.paused_until IS NULL, d.destination
+        LIMIT $2
+      ),
+      waiting AS (
+        SELECT m.destination, count(*)::int AS waiting
+        FROM ${messages} m
+        WHERE m.delivered_at IS NULL AND m.dead_at IS NULL
+          AND m.destination IN (SELECT destination FROM page)
+        GROUP BY m.destination
+      )
+      SELECT page.*, coalesce(waiting.waiting, 0) AS waiting
+      FROM page LEFT JOIN waiting ON waiting.destination = page.destination
+      ORDER BY page.paused_until IS NULL, page.destination`,
+
+    /**
+     * $1 limit. Whether each destination with a row is paused (open or half-open: none of its
+     * messages is claimed but a probe), paused ones first, then by name. No waiting counts: a
+     * scrape reads only the destinations table.
+     */
+    pausedDestinations: `
+      SELECT destination, paused_until IS NOT NULL AS paused
+      FROM ${destinations}
+      ORDER BY paused_until IS NULL, destination
+      LIMIT $1`,
+  };
+}
+
+export type DestinationReadStatements = ReturnType<typeof destinationReadStatements>;

@@ -12,7 +12,9 @@ import { MAX_DESTINATION_NAME_LENGTH } from '../core/message.js';
 import type { SqlExecutor } from '../core/ports.js';
 import { storableTextProblem } from '../core/storable-text.js';
 import {
+  type DestinationReadStatements,
   type DestinationStatements,
+  destinationReadStatements,
   destinationStatements,
   PAUSED_UNTIL_RESUMED,
 } from './destination-statements.js';
@@ -22,40 +24,44 @@ import { toDateOrNull } from './message-rows.js';
 export const DEFAULT_DESTINATION_LIMIT = 100;
 export const MAX_DESTINATION_LIMIT = 1000;
 
+/** Whether a destination is paused (open or half-open), as `/metrics` reports it. */
+export interface DestinationPaused {
+  destination: string;
+  paused: boolean;
+}
+
 export class PostgresDestinationStore {
   private readonly sql: DestinationStatements;
+  private readonly reads: DestinationReadStatements;
 
   constructor(
     private readonly db: SqlExecutor,
     quotedSchema: string,
   ) {
     this.sql = destinationStatements(quotedSchema);
+    this.reads = destinationReadStatements(quotedSchema);
   }
 
   /**
    * Destinations with a health record (every one that has failed, or been paused), paused ones
-   * first, then by name; `after` a name continues a list.
+   * first, then by name; `after` the last name of a page continues the list in that order.
+   * One statement; the waiting counts are one pass over the waiting messages for the page.
    */
   async list(
     now: Date,
     options: { limit?: number; after?: string } = {},
   ): Promise<DestinationRecord[]> {
-    const limit = options.limit ?? DEFAULT_DESTINATION_LIMIT;
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_DESTINATION_LIMIT) {
-      throw new ValidationError(
-        'limit',
-        `expected a whole number from 1 to ${MAX_DESTINATION_LIMIT}`,
-      );
-    }
+    const limit = checkedLimit(options.limit ?? DEFAULT_DESTINATION_LIMIT);
     const after = options.after === undefined ? null : checkedDestination(options.after, 'after');
-    const result = await this.db.query(this.sql.listDestinations, [now, limit, after]);
+    const result = await this.db.query(this.reads.listDestinationPage, [now, limit, after]);
     return result.rows.map(destinationFromRow);
   }
 
   /**
    * Pauses a destination by hand until `until` (default: until resumed): no message of it is
    * claimed meanwhile. Messages already out finish. When the pause ends on its own, one probe
-   * goes first, as after any pause.
+   * goes first, as after any pause. The record's `waiting` here is how many pending messages
+   * the pause holds back (moved to its end); messages due later on their own are not counted.
    */
   async pause(destination: string, now: Date, until?: Date): Promise<DestinationRecord> {
     const name = checkedDestination(destination, 'destination');
@@ -70,6 +76,8 @@ export class PostgresDestinationStore {
   /**
    * Ends a destination's pause, whatever paused it, and clears its failure count; its waiting
    * messages are due now. Null when the destination has no health record (nothing to resume).
+   * The record's `waiting` here is how many messages the resume made due now (those its pause
+   * held back).
    */
   async resume(destination: string, now: Date): Promise<DestinationRecord | null> {
     const name = checkedDestination(destination, 'destination');
@@ -77,6 +85,39 @@ export class PostgresDestinationStore {
     const row = result.rows[0];
     return row === undefined ? null : destinationFromRow(row);
   }
+
+  /**
+   * Whether each destination with a health record is paused, paused ones first, then by name,
+   * at most `limit` ({@link MAX_DESTINATION_LIMIT}, the default). One statement over the
+   * destinations table only: what a scrape of `/metrics` can afford every few seconds.
+   */
+  async pausedFlags(limit = MAX_DESTINATION_LIMIT): Promise<DestinationPaused[]> {
+    const result = await this.db.query(this.reads.pausedDestinations, [checkedLimit(limit)]);
+    return result.rows.map((row) => ({
+      destination: String(row.destination),
+      paused: row.paused === true,
+    }));
+  }
+}
+
+/**
+ * Whether a record's pause lasts until an operator resumes it (an operator's pause without an
+ * end): its `pausedUntil` is the far-future time such a pause is stored with.
+ */
+export function pausedUntilResumed(record: Pick<DestinationRecord, 'pausedUntil'>): boolean {
+  return (
+    record.pausedUntil !== null && record.pausedUntil.getTime() >= PAUSED_UNTIL_RESUMED.getTime()
+  );
+}
+
+function checkedLimit(limit: number): number {
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_DESTINATION_LIMIT) {
+    throw new ValidationError(
+      'limit',
+      `expected a whole number from 1 to ${MAX_DESTINATION_LIMIT}`,
+    );
+  }
+  return limit;
 }
 
 function checkedDestination(value: unknown, field: string): string {

@@ -222,6 +222,67 @@ describe('destination health', () => {
     expect(await destinations.resume('https://never.example', w.clock.now())).toBeNull();
   });
 
+  it('pages a list of paused and closed destinations in its own order, each once', async () => {
+    const w = await world();
+    const destinations = w.store.destinations();
+    // Records for four destinations: two paused by hand, two closed again after a pause.
+    for (const name of ['https://a.example', 'https://b.example']) {
+      await destinations.pause(name, w.clock.now());
+      await destinations.resume(name, w.clock.now());
+    }
+    await destinations.pause('https://c.example', w.clock.now());
+    await destinations.pause('https://d.example', w.clock.now());
+    await w.enqueue('https://a.example', 2);
+    await w.enqueue('https://d.example', 3);
+    const seen: [string, string, number][] = [];
+    let after: string | undefined;
+    for (let page = 0; page < 10; page++) {
+      const rows = await destinations.list(w.clock.now(), { limit: 1, after });
+      if (rows.length === 0) break;
+      seen.push(
+        ...rows.map((row): [string, string, number] => [row.destination, row.state, row.waiting]),
+      );
+      after = rows.at(-1)!.destination;
+    }
+    expect(seen).toEqual([
+      ['https://c.example', 'open', 0],
+      ['https://d.example', 'open', 3],
+      ['https://a.example', 'closed', 2],
+      ['https://b.example', 'closed', 0],
+    ]);
+    // A name with no record continues from the paused ones after it, then every closed one.
+    const from = await destinations.list(w.clock.now(), { after: 'https://c.fake' });
+    expect(from.map((row) => row.destination)).toEqual([
+      'https://d.example',
+      'https://a.example',
+      'https://b.example',
+    ]);
+  });
+
+  it('reads which destinations are paused, paused first, from the destinations table alone', async () => {
+    const w = await world();
+    const destinations = w.store.destinations();
+    await destinations.pause('https://b.example', w.clock.now());
+    await destinations.resume('https://b.example', w.clock.now());
+    await destinations.pause(
+      'https://c.example',
+      w.clock.now(),
+      new Date(w.clock.now().getTime() + 1_000),
+    );
+    await destinations.pause('https://a.example', w.clock.now());
+    // Half-open is still paused: only a probe goes.
+    w.clock.advance(2_000);
+    expect(await destinations.pausedFlags()).toEqual([
+      { destination: 'https://a.example', paused: true },
+      { destination: 'https://c.example', paused: true },
+      { destination: 'https://b.example', paused: false },
+    ]);
+    expect(await destinations.pausedFlags(1)).toEqual([
+      { destination: 'https://a.example', paused: true },
+    ]);
+    await expect(destinations.pausedFlags(1001)).rejects.toMatchObject({ field: 'limit' });
+  });
+
   it('refuses a bad destination name or pause time with an error naming the field', async () => {
     const w = await world();
     const destinations = w.store.destinations();
