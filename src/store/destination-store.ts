@@ -24,6 +24,37 @@ import { toDateOrNull } from './message-rows.js';
 export const DEFAULT_DESTINATION_LIMIT = 100;
 export const MAX_DESTINATION_LIMIT = 1000;
 
+/**
+ * Thirty days: the longest pause an operator gives an end (the CLI's `--for`, the API's
+ * `forMs`). A timed pause is for an outage of known length, a maintenance window or a
+ * receiver's planned downtime; anything longer is better paused until resumed, which the list
+ * shows as such, than left to end on its own a month later unnoticed.
+ */
+export const MAX_TIMED_PAUSE_MS = 30 * 24 * 3_600_000;
+
+/**
+ * When a pause of `forMs` from `now` ends, for {@link PostgresDestinationStore.pause}'s
+ * `until`. A ValidationError naming `forMs` unless it is a whole number of ms from 1 to
+ * {@link MAX_TIMED_PAUSE_MS}.
+ *
+ * @example
+ * await destinations.pause('https://hooks.example.com', now, timedPauseEnd(now, 600_000));
+ */
+export function timedPauseEnd(now: Date, forMs: unknown): Date {
+  if (
+    typeof forMs !== 'number' ||
+    !Number.isSafeInteger(forMs) ||
+    forMs < 1 ||
+    forMs > MAX_TIMED_PAUSE_MS
+  ) {
+    throw new ValidationError(
+      'forMs',
+      `expected a whole number of ms from 1 to ${MAX_TIMED_PAUSE_MS}`,
+    );
+  }
+  return new Date(now.getTime() + forMs);
+}
+
 /** Whether a destination is paused (open or half-open), as `/metrics` reports it. */
 export interface DestinationPaused {
   destination: string;
@@ -120,7 +151,12 @@ function checkedLimit(limit: number): number {
   return limit;
 }
 
-function checkedDestination(value: unknown, field: string): string {
+/**
+ * `value` when it can be a destination's name (1 to {@link MAX_DESTINATION_NAME_LENGTH}
+ * characters PostgreSQL can store), else a ValidationError naming `field`: what every method
+ * here checks first, for callers that check input before they connect.
+ */
+export function checkedDestination(value: unknown, field: string): string {
   if (
     typeof value !== 'string' ||
     value.length === 0 ||
