@@ -12,9 +12,9 @@ import { MAX_DESTINATION_NAME_LENGTH } from '../core/message.js';
 import type { SqlExecutor } from '../core/ports.js';
 import { storableTextProblem } from '../core/storable-text.js';
 import {
-  type DestinationReadStatements,
+  type DestinationOperatorStatements,
   type DestinationStatements,
-  destinationReadStatements,
+  destinationOperatorStatements,
   destinationStatements,
   PAUSED_UNTIL_RESUMED,
 } from './destination-statements.js';
@@ -63,14 +63,14 @@ export interface DestinationPaused {
 
 export class PostgresDestinationStore {
   private readonly sql: DestinationStatements;
-  private readonly reads: DestinationReadStatements;
+  private readonly operator: DestinationOperatorStatements;
 
   constructor(
     private readonly db: SqlExecutor,
     quotedSchema: string,
   ) {
     this.sql = destinationStatements(quotedSchema);
-    this.reads = destinationReadStatements(quotedSchema);
+    this.operator = destinationOperatorStatements(quotedSchema);
   }
 
   /**
@@ -84,15 +84,17 @@ export class PostgresDestinationStore {
   ): Promise<DestinationRecord[]> {
     const limit = checkedLimit(options.limit ?? DEFAULT_DESTINATION_LIMIT);
     const after = options.after === undefined ? null : checkedDestination(options.after, 'after');
-    const result = await this.db.query(this.reads.listDestinationPage, [now, limit, after]);
+    const result = await this.db.query(this.operator.listDestinationPage, [now, limit, after]);
     return result.rows.map(destinationFromRow);
   }
 
   /**
    * Pauses a destination by hand until `until` (default: until resumed): no message of it is
    * claimed meanwhile. Messages already out finish. When the pause ends on its own, one probe
-   * goes first, as after any pause. The record's `waiting` here is how many pending messages
-   * the pause holds back (moved to its end); messages due later on their own are not counted.
+   * goes first, as after any pause. A pause replaces the one before, shorter or longer: the
+   * messages that one held are held to the new end. The record's `waiting` here is how many
+   * pending messages the pause holds (moved to its end); those due later on their own are not
+   * counted.
    */
   async pause(destination: string, now: Date, until?: Date): Promise<DestinationRecord> {
     const name = checkedDestination(destination, 'destination');
@@ -100,7 +102,7 @@ export class PostgresDestinationStore {
     if (!(end instanceof Date) || Number.isNaN(end.getTime()) || end <= now) {
       throw new ValidationError('until', 'expected a time after now');
     }
-    const result = await this.db.query(this.sql.pauseDestination, [name, now, end]);
+    const result = await this.db.query(this.operator.pauseAndParkDestination, [name, now, end]);
     return destinationFromRow(result.rows[0]!);
   }
 
@@ -123,7 +125,7 @@ export class PostgresDestinationStore {
    * destinations table only: what a scrape of `/metrics` can afford every few seconds.
    */
   async pausedFlags(limit = MAX_DESTINATION_LIMIT): Promise<DestinationPaused[]> {
-    const result = await this.db.query(this.reads.pausedDestinations, [checkedLimit(limit)]);
+    const result = await this.db.query(this.operator.pausedDestinations, [checkedLimit(limit)]);
     return result.rows.map((row) => ({
       destination: String(row.destination),
       paused: row.paused === true,

@@ -222,6 +222,36 @@ describe('destination health', () => {
     expect(await destinations.resume('https://never.example', w.clock.now())).toBeNull();
   });
 
+  it('a pause until resumed, changed to ten minutes, holds its messages only those ten minutes', async () => {
+    const w = await world();
+    await w.enqueue(UP, 2);
+    const destinations = w.store.destinations();
+    await destinations.pause(UP, w.clock.now());
+    const tenMinutes = new Date(w.clock.now().getTime() + 600_000);
+    expect(await destinations.pause(UP, w.clock.now(), tenMinutes)).toMatchObject({
+      pausedUntil: tenMinutes,
+      waiting: 2,
+    });
+    w.clock.advance(599_999);
+    expect(await w.claim()).toEqual([]);
+    // The pause is over: one probe goes, as after any pause, and its delivery closes it.
+    w.clock.advance(2);
+    const probe = await w.claim();
+    expect(probe).toHaveLength(1);
+    await w.settle(probe, 'deliver');
+    expect(await w.claim()).toHaveLength(1);
+  });
+
+  it('resume after a pause was changed brings every held message back now', async () => {
+    const w = await world();
+    await w.enqueue(UP, 2);
+    const destinations = w.store.destinations();
+    await destinations.pause(UP, w.clock.now());
+    await destinations.pause(UP, w.clock.now(), new Date(w.clock.now().getTime() + 600_000));
+    expect(await destinations.resume(UP, w.clock.now())).toMatchObject({ waiting: 2 });
+    expect(await w.claim()).toHaveLength(2);
+  });
+
   it('pages a list of paused and closed destinations in its own order, each once', async () => {
     const w = await world();
     const destinations = w.store.destinations();
