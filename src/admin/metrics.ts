@@ -76,12 +76,8 @@ export async function readMetrics(
  * deletes into totals), the drains' run duration histogram and failures by code, and which
  * destinations are paused.
  */
-export function prometheusText({
-  stats,
-  outcomes,
-  drainRuns,
-  destinations,
-}: MetricsSnapshot): string {
+export function prometheusText(snapshot: MetricsSnapshot): string {
+  const { stats, outcomes, drainRuns, destinations } = snapshot;
   const lines = [
     ...metric('outbox_messages', 'gauge', 'Messages in the outbox table by state.', [
       ['{state="pending"}', stats.pending],

@@ -38,7 +38,8 @@ export const MAX_TIMED_PAUSE_MS = 30 * 24 * 3_600_000;
  * {@link MAX_TIMED_PAUSE_MS}.
  *
  * @example
- * await destinations.pause('https://hooks.example.com', now, timedPauseEnd(now, 600_000));
+ * const now = new Date();
+ * await store.destinations().pause('https://hooks.example.com', now, timedPauseEnd(now, 600_000));
  */
 export function timedPauseEnd(now: Date, forMs: unknown): Date {
   if (
