@@ -27,6 +27,8 @@ export function adminPaths(base: string) {
     /** The replay audit; `/dry-run` counts a selection, a POST here replays it. */
     replays: `${base}/dashboard/replays`,
     replay: (id: string) => `${base}/dashboard/replays/${id}`,
+    /** Destination health; `/pause` and `/resume` are its rows' buttons. */
+    destinations: `${base}/dashboard/destinations`,
     /** The JSON API's list, named on the page for scripts and the CLI. */
     apiMessages: `${base}/messages`,
   };

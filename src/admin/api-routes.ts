@@ -9,6 +9,7 @@
  * - `POST /drain` `{ maxMessages?, budgetMs? }`: a bounded drain now (503 without `drain`).
  * - `GET /metrics`: Prometheus text.
  * - Replay (`/replays`, `/replays/dry-run`): in replay-routes.ts.
+ * - Destination health (`/destinations`, `.../pause`, `.../resume`): in destination-routes.ts.
  */
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { isValidationError } from '../core/errors.js';

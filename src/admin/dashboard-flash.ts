@@ -1,7 +1,9 @@
 import type { Context } from 'hono';
+import type { DestinationRecord } from '../core/destination-health.js';
 import { isMessageId } from '../core/message-id.js';
 import type { MessageState } from '../core/outbox-store.js';
-import { formatCount } from './display-format.js';
+import { pausedUntilResumed } from '../store/destination-store.js';
+import { formatCount, formatTime } from './display-format.js';
 import type { Flash } from './page-layout.js';
 
 /**
@@ -82,6 +84,48 @@ export function listFlashFromQuery(c: Context, state: MessageState): Flash | nul
         text: `${text} That is the most one press takes (${formatCount(limit)}): more may match, so press again for the rest.`,
       };
     }
+    default:
+      return null;
+  }
+}
+
+/** The codes a destination's buttons redirect with. */
+export type DestinationFlashCode = 'paused' | 'resumed' | 'missing';
+
+/**
+ * The note on the destinations page after a pause or resume. The query's destination is named
+ * only when it is one of the rows shown (and then as that row has it), so a forged link cannot
+ * make the page say something of a name it made up; the pause's end is the row's own.
+ */
+export function destinationFlashFromQuery(
+  c: Context,
+  shown: readonly DestinationRecord[],
+): Flash | null {
+  const done = c.req.query('done');
+  const count = countFromQuery(c, 'count');
+  const named = c.req.query('destination');
+  const record = shown.find((each) => each.destination === named);
+  const messages = (noun: string) =>
+    count === null ? '' : ` ${formatCount(count)} ${noun}${count === 1 ? '' : 's'}`;
+  switch (done) {
+    case 'paused': {
+      if (!record || record.pausedUntil === null) return { tone: 'ok', text: 'Paused.' };
+      const until = pausedUntilResumed(record)
+        ? 'until resumed'
+        : `until ${formatTime(record.pausedUntil)} UTC`;
+      const held = count === null ? '' : `:${messages('pending message')} held`;
+      return { tone: 'ok', text: `${record.destination} is paused ${until}${held}.` };
+    }
+    case 'resumed': {
+      if (!record) return { tone: 'ok', text: 'Resumed.' };
+      const due = count === null ? '' : `:${messages('message')} due now`;
+      return { tone: 'ok', text: `${record.destination} is sent to again${due}.` };
+    }
+    case 'missing':
+      return {
+        tone: 'warn',
+        text: 'That destination has no record (it never failed and was never paused): there was nothing to resume.',
+      };
     default:
       return null;
   }

@@ -16,6 +16,8 @@
  *   `.../retry-dead`: every dead message at once (kept for forms and scripts that post it).
  * - `/dashboard/replays...`: replay and resend with a dry run first, and the audit (see
  *   dashboard-replay-routes).
+ * - `/dashboard/destinations...`: destination health, with pause and resume (see
+ *   dashboard-destination-routes).
  */
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { deleteCookie } from 'hono/cookie';
@@ -25,6 +27,7 @@ import type { MessageRecord } from '../core/outbox-store.js';
 import { chain, checkAdminToken, isHttps, requireAdmin, setSessionCookie } from './admin-auth.js';
 import type { AdminEnv, ResolvedAdmin } from './admin-options.js';
 import { ADMIN_SESSION_COOKIE, SESSION_MAX_MS } from './admin-session.js';
+import { registerDestinationPages } from './dashboard-destination-routes.js';
 import { flashFromQuery } from './dashboard-flash.js';
 import { registerListRoutes } from './dashboard-list-routes.js';
 import { registerReplayPages } from './dashboard-replay-routes.js';
@@ -116,6 +119,7 @@ export function registerDashboardRoutes(
 
   registerListRoutes(app, admin, signedIn);
   registerReplayPages(app, admin, signedIn);
+  registerDestinationPages(app, admin, signedIn);
 
   app.get('/dashboard/find', signedIn, async (c) => {
     const wanted = (c.req.query('key') ?? '').trim();

@@ -26,6 +26,7 @@ export {
   type ReplayState,
 } from '../core/replay-selection.js';
 export { type ErrorBody, errorResponse, type Issue, pathOfField } from '../http/json-errors.js';
+export type { DestinationPaused } from '../store/destination-store.js';
 export type { DrainRunTotals, OutcomeTotals } from '../store/metric-statements.js';
 export {
   DEFAULT_REPLAY_AUDIT_LIMIT,
@@ -58,6 +59,7 @@ export {
   clientAddressFromHeader,
   defaultClientAddress,
 } from './client-address.js';
+export { DASHBOARD_DESTINATIONS_PAGE_SIZE } from './dashboard-destination-routes.js';
 export { DASHBOARD_MATCH_LIMIT, DASHBOARD_PAGE_SIZE } from './dashboard-list-routes.js';
 export {
   DASHBOARD_REPLAY_BUDGET_MS,
@@ -73,7 +75,13 @@ export {
   FailedLoginThrottle,
   type FailedLoginVerdict,
 } from './login-throttle.js';
-export { type HourTotals, type MetricsSnapshot, prometheusText, readMetrics } from './metrics.js';
+export {
+  DESTINATION_METRIC_LIMIT,
+  type HourTotals,
+  type MetricsSnapshot,
+  prometheusText,
+  readMetrics,
+} from './metrics.js';
 export { outboxAdmin } from './outbox-admin.js';
 export {
   ADMIN_REPLAY_DEFAULT_BUDGET_MS,

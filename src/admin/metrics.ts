@@ -4,6 +4,7 @@
  */
 import { DRAIN_DURATION_BUCKETS_MS } from '../core/drain-record.js';
 import type { OutboxStats } from '../core/outbox-store.js';
+import { type DestinationPaused, MAX_DESTINATION_LIMIT } from '../store/destination-store.js';
 import type { DrainRunTotals, OutcomeTotals } from '../store/metric-statements.js';
 import type { DeliveryCount, PostgresOutboxStore } from '../store/postgres-store.js';
 
@@ -39,28 +40,44 @@ export interface MetricsSnapshot {
   outcomes: readonly OutcomeTotals[];
   /** The drains' record of their runs (`store.drainRuns()`). */
   drainRuns: readonly DrainRunTotals[];
+  /**
+   * Whether each destination with a health record is paused, paused ones first, at most
+   * {@link DESTINATION_METRIC_LIMIT} (`store.destinations().pausedFlags()`).
+   */
+  destinations: readonly DestinationPaused[];
 }
 
-/** Reads a {@link MetricsSnapshot}: three statements, none of them per message. */
+/**
+ * Destinations `outbox_destination_paused` reports, at most: the store's longest list. Paused
+ * ones come first, so a scrape always has every paused destination short of a thousand of
+ * them, and a deployment with more destinations than that gets no closed ones past the bound
+ * rather than a scrape that grows with every receiver it ever failed on.
+ */
+export const DESTINATION_METRIC_LIMIT = MAX_DESTINATION_LIMIT;
+
+/** Reads a {@link MetricsSnapshot}: four statements, none of them per message. */
 export async function readMetrics(
-  store: Pick<PostgresOutboxStore, 'stats' | 'outcomeTotals' | 'drainRuns'>,
+  store: Pick<PostgresOutboxStore, 'stats' | 'outcomeTotals' | 'drainRuns' | 'destinations'>,
   now: Date,
   options: { deadHeadBlocks?: boolean } = {},
 ): Promise<MetricsSnapshot> {
-  const [stats, outcomes, drainRuns] = await Promise.all([
+  const [stats, outcomes, drainRuns, destinations] = await Promise.all([
     store.stats(now, options),
     store.outcomeTotals(),
     store.drainRuns(),
+    store.destinations().pausedFlags(DESTINATION_METRIC_LIMIT),
   ]);
-  return { stats, outcomes, drainRuns };
+  return { stats, outcomes, drainRuns, destinations };
 }
 
 /**
  * Prometheus text exposition (format 0.0.4): gauges of the table as it is now (messages by
  * state, due, held, lag), counters by kind that never go down (purge folds the minutes it
- * deletes into totals), and the drains' run duration histogram and failures by code.
+ * deletes into totals), the drains' run duration histogram and failures by code, and which
+ * destinations are paused.
  */
-export function prometheusText({ stats, outcomes, drainRuns }: MetricsSnapshot): string {
+export function prometheusText(snapshot: MetricsSnapshot): string {
+  const { stats, outcomes, drainRuns, destinations } = snapshot;
   const lines = [
     ...metric('outbox_messages', 'gauge', 'Messages in the outbox table by state.', [
       ['{state="pending"}', stats.pending],
@@ -100,6 +117,15 @@ export function prometheusText({ stats, outcomes, drainRuns }: MetricsSnapshot):
       'counter',
       'Drain runs that failed, by the code of the failure (a SQLSTATE, a network code, an OUTBOX_ code).',
       errorsByCode(drainRuns),
+    ),
+    ...metric(
+      'outbox_destination_paused',
+      'gauge',
+      `1 while drains pass over a destination's messages (paused: open, or half-open with one probe out at a time), 0 when closed. Only destinations with a health record (failed or paused at least once), at most ${DESTINATION_METRIC_LIMIT}, paused ones first.`,
+      destinations.map(({ destination, paused }) => [
+        `{destination="${labelValue(destination)}"}`,
+        paused ? 1 : 0,
+      ]),
     ),
   ];
   const lastEnded = Math.max(...drainRuns.map((runs) => runs.lastEndedAt.getTime()));

@@ -7,13 +7,15 @@ import { memoryRevokedSessions, SessionSigner } from './admin-session.js';
 import { registerApiRoutes } from './api-routes.js';
 import { defaultClientAddress } from './client-address.js';
 import { registerDashboardRoutes } from './dashboard-routes.js';
+import { registerDestinationRoutes } from './destination-routes.js';
 import { FailedLoginThrottle } from './login-throttle.js';
 import { registerReplayRoutes } from './replay-routes.js';
 
 /**
  * The outbox's admin surface as a Hono app to mount in yours: a JSON API (stats, lists by state
- * and kind, one message by id or key, retry, discard, drain, replay and its audit), Prometheus
- * `/metrics`, and an operator dashboard. It depends only on the store (and, for `POST /drain`, your drain).
+ * and kind, one message by id or key, retry, discard, drain, replay and its audit, destination
+ * health with pause and resume), Prometheus `/metrics`, and an operator dashboard. It depends
+ * only on the store (and, for `POST /drain`, your drain).
  *
  * Guarantees: without `token` every path answers 404; every request needs the token as a Bearer
  * header or a dashboard session (a signed, expiring cookie that never holds the token; logout
@@ -57,6 +59,7 @@ export function outboxAdmin(options: OutboxAdminOptions): Hono<AdminEnv> {
   const guard = chain(anonymous, identify, requireAdmin());
   registerApiRoutes(app, admin, guard);
   registerReplayRoutes(app, admin, guard);
+  registerDestinationRoutes(app, admin, guard);
   // Last: a catch-all that answers only `/admin/` and passes every other path on.
   app.get('/*', mountPathWithSlash(admin));
   return app;

@@ -66,6 +66,7 @@ export function signedInPage(
       <span class="muted">As of ${formatTime(frame.now)} UTC</span>
       <a class="btn" href="${paths.messages}">Messages</a>
       <a class="btn" href="${paths.replays}">Replays</a>
+      <a class="btn" href="${paths.destinations}">Destinations</a>
       <a class="btn" href="${paths.home}">Overview</a>
       ${
         frame.canSignOut

@@ -12,8 +12,8 @@
  * A `selection` is a {@link ReplaySelection} as JSON (times as ISO text). Bad input is a 400
  * naming the field; a selection that matches nothing writes nothing (`auditId: null`).
  */
-import type { Context, Hono, MiddlewareHandler } from 'hono';
-import { isValidationError, ValidationError } from '../core/errors.js';
+import type { Hono, MiddlewareHandler } from 'hono';
+import { ValidationError } from '../core/errors.js';
 import { isMessageId } from '../core/message-id.js';
 import {
   DEFAULT_REPLAY_BATCH_SIZE,
@@ -23,9 +23,9 @@ import {
   replayMessages,
 } from '../core/replay.js';
 import { checkReplaySelection } from '../core/replay-selection.js';
-import { errorResponse, pathOfField } from '../http/json-errors.js';
 import { DEFAULT_REPLAY_AUDIT_LIMIT, MAX_REPLAY_AUDIT_LIMIT } from '../store/replay-store.js';
 import type { AdminAuth, AdminEnv, ResolvedAdmin } from './admin-options.js';
+import { answerOrBadRequest, bodyOf, wholeIn } from './api-requests.js';
 
 /** `POST /replays`: ten seconds unless asked, about 10,000 messages at the default rate. */
 export const ADMIN_REPLAY_DEFAULT_BUDGET_MS = 10_000;
@@ -42,8 +42,8 @@ export function registerReplayRoutes(
   const { store, clock } = admin;
 
   app.post('/replays/dry-run', guard, async (c) =>
-    answerOrBadBody(c, async () => {
-      const body = await bodyOf(c, ['selection', 'by']);
+    answerOrBadRequest(c, async () => {
+      const body = await bodyOf(c, ['selection', 'by'], 'a selection');
       const report = await replayMessages({
         store: store.replays(),
         selection: checkReplaySelection(body.selection),
@@ -56,8 +56,8 @@ export function registerReplayRoutes(
   );
 
   app.post('/replays', guard, async (c) =>
-    answerOrBadBody(c, async () => {
-      const body = await bodyOf(c, [...BODY_FIELDS]);
+    answerOrBadRequest(c, async () => {
+      const body = await bodyOf(c, [...BODY_FIELDS], 'a selection');
       const selection = checkReplaySelection(body.selection);
       const ratePerSecond = wholeIn(
         body.ratePerSecond,
@@ -82,7 +82,7 @@ export function registerReplayRoutes(
   );
 
   app.get('/replays', guard, async (c) =>
-    answerOrBadBody(c, async () => {
+    answerOrBadRequest(c, async () => {
       const limitText = c.req.query('limit');
       const before = c.req.query('before');
       const limit =
@@ -118,41 +118,4 @@ export function requester(auth: AdminAuth | undefined, by: unknown): string {
     throw new ValidationError('by', 'expected a name of 1 to 100 characters');
   }
   return `${by} via ${how}`;
-}
-
-/** The JSON body as an object of known fields; anything else is a ValidationError. */
-async function bodyOf(c: Context, fields: string[]): Promise<Record<string, unknown>> {
-  const body: unknown = await c.req.json().catch(() => undefined);
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new ValidationError('body', 'expected a JSON object with a selection');
-  }
-  for (const name of Object.keys(body)) {
-    if (!fields.includes(name)) {
-      throw new ValidationError(name, `unknown field; expected ${fields.join(', ')}`);
-    }
-  }
-  return body as Record<string, unknown>;
-}
-
-function wholeIn(value: unknown, field: string, min: number, max: number): number | undefined {
-  if (value === undefined) return undefined;
-  if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > max) {
-    throw new ValidationError(field, `expected an integer from ${min} to ${max}`);
-  }
-  return value as number;
-}
-
-/** Runs a route; a `ValidationError` from its input becomes a 400 naming the field. */
-async function answerOrBadBody(c: Context, answer: () => Promise<Response>): Promise<Response> {
-  try {
-    return await answer();
-  } catch (error) {
-    if (isValidationError(error)) {
-      const message = error.message.slice(error.field.length + 2);
-      return errorResponse(c, 400, 'invalid request', [
-        { path: pathOfField(error.field), message },
-      ]);
-    }
-    throw error;
-  }
 }

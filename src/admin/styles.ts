@@ -120,4 +120,7 @@ td.select input, .match-actions input { width: 16px; height: 16px; margin: 3px 0
 .held { margin-top: 4px; padding: 2px 8px; border-radius: 6px; background: #fff4dc; color: #7a5200; max-width: 260px; }
 .held[data-head-state="dead"] { background: #fdecec; color: #a32626; }
 .held a { color: inherit; font-weight: 600; }
+.actions select { font: inherit; font-size: 13px; padding: 3px 6px; border: 1px solid #cfd4dc; border-radius: 6px; background: #fff; }
+td.destination { min-width: 200px; }
+td.destination code { overflow-wrap: anywhere; }
 `;

@@ -3,13 +3,16 @@
  * `commands/` exporting a `CliCommand`, and one line here.
  */
 import type { CliCommand } from './command.js';
+import { destinationsCommand } from './commands/destinations.js';
 import { discardCommand } from './commands/discard.js';
 import { drainCommand } from './commands/drain.js';
 import { enqueueCommand } from './commands/enqueue.js';
 import { listCommand } from './commands/list.js';
 import { migrateCommand } from './commands/migrate.js';
+import { pauseCommand } from './commands/pause.js';
 import { purgeCommand } from './commands/purge.js';
 import { replayCommand } from './commands/replay.js';
+import { resumeCommand } from './commands/resume.js';
 import { retryCommand } from './commands/retry.js';
 import { showCommand } from './commands/show.js';
 import { statsCommand } from './commands/stats.js';
@@ -23,6 +26,9 @@ export const COMMANDS = [
   retryCommand,
   discardCommand,
   replayCommand,
+  destinationsCommand,
+  pauseCommand,
+  resumeCommand,
   purgeCommand,
   enqueueCommand,
 ] as const;

@@ -1,8 +1,12 @@
 /**
- * The value rules flags share: durations, whole numbers in a range, message ids. Each throws a
- * usage error naming the flag, so `outbox` exits 2 before touching the database.
+ * The value rules flags share: durations, whole numbers in a range, message ids, destination
+ * names. Each throws a usage error naming the flag, so `outbox` exits 2 before touching the
+ * database.
  */
+import { isValidationError } from '../core/errors.js';
+import { MAX_DESTINATION_NAME_LENGTH } from '../core/message.js';
 import { isMessageId } from '../core/message-id.js';
+import { checkedDestination } from '../store/destination-store.js';
 import { usageError } from './cli-errors.js';
 
 const DURATION_UNITS_MS: Readonly<Record<string, number>> = {
@@ -80,4 +84,31 @@ export function singleMessageId(
     );
   }
   return id;
+}
+
+/**
+ * The one destination a command takes as its argument: present, alone, and a name a
+ * destination can have (the store's rule), so a bad one is a usage error before connecting.
+ */
+export function singleDestination(command: string, positionals: readonly string[]): string {
+  const [name, extra] = positionals;
+  if (name === undefined) {
+    throw usageError(
+      `${command}: give the destination, as \`outbox destinations\` shows it (a webhook's is its URL's origin: https://hooks.example.com)`,
+    );
+  }
+  if (extra !== undefined) throw usageError(`${command}: one destination at a time`);
+  return destinationName(name, command);
+}
+
+/** `text` when it can be a destination's name (the store's rule); `where` names the flag. */
+export function destinationName(text: string, where: string): string {
+  try {
+    return checkedDestination(text, 'destination');
+  } catch (error) {
+    if (!isValidationError(error)) throw error;
+    throw usageError(
+      `${where}: "${text}" cannot be a destination's name (1 to ${MAX_DESTINATION_NAME_LENGTH} characters PostgreSQL can store)`,
+    );
+  }
 }

@@ -258,3 +258,97 @@ export function destinationStatements(quotedSchema: string) {
 }
 
 export type DestinationStatements = ReturnType<typeof destinationStatements>;
+
+/**
+ * The operator surfaces' statements over destinations (the CLI, the admin API and dashboard,
+ * and `/metrics`), apart from the settle's and the claim's. `listDestinationPage` and
+ * `pauseAndParkDestination` take the place of `listDestinations` and `pauseDestination` above:
+ * the first lost every closed destination after a page that ended in a paused one; the second
+ * left the messages a pause had parked at its end when a shorter pause replaced it (parked
+ * until resumed, in year 9999, they were never due again and no probe could take them).
+ */
+export function destinationOperatorStatements(quotedSchema: string) {
+  const destinations = `${quotedSchema}.destinations`;
+  const messages = `${quotedSchema}.messages`;
+  return {
+    /**
+     * $1 now, $2 limit, $3 after this name (null: from the first). Each destination with a
+     * row, paused ones (open or half-open) first, then by name, and how many messages wait for
+     * it (pending or claimed).
+     *
+     * The page continues after `$3` in that order: at its place, the paused or the closed part,
+     * as its row is now (a name with no row is taken as paused, so nothing after it is passed
+     * over). A destination that pauses or resumes between two pages moves, as a row does in
+     * any keyset list over a changing order.
+     *
+     * The waiting counts are one pass over the waiting messages for the whole page (by
+     * messages_claimable's predicate: not delivered, not dead), not one per destination: the
+     * messages have no index on destination, and a count per row would read the backlog once
+     * for each of a page's destinations.
+     */
+    listDestinationPage: `
+      WITH page AS (
+        SELECT d.*, CASE WHEN d.paused_until IS NULL THEN 'closed'
+            WHEN d.paused_until > $1 THEN 'open' ELSE 'half-open' END AS state
+        FROM ${destinations} d
+        WHERE $3::text IS NULL
+          OR (d.paused_until IS NULL, d.destination::text) > (coalesce(
+            (SELECT c.paused_until IS NULL FROM ${destinations} c WHERE c.destination = $3),
+            false), $3::text)
+        ORDER BY d.paused_until IS NULL, d.destination
+        LIMIT $2
+      ),
+      waiting AS (
+        SELECT m.destination, count(*)::int AS waiting
+        FROM ${messages} m
+        WHERE m.delivered_at IS NULL AND m.dead_at IS NULL
+          AND m.destination IN (SELECT destination FROM page)
+        GROUP BY m.destination
+      )
+      SELECT page.*, coalesce(waiting.waiting, 0) AS waiting
+      FROM page LEFT JOIN waiting ON waiting.destination = page.destination
+      ORDER BY page.paused_until IS NULL, page.destination`,
+
+    /**
+     * $1 destination, $2 now, $3 until. An operator's pause: the row made if the destination
+     * never failed, its probe cancelled, and its waiting messages parked at the pause's end:
+     * those due before it, and those the pause it replaces had parked at its own end (due
+     * exactly then), so a shorter pause lets them go when it ends. Messages due later on
+     * their own backoff keep their time. Returns the row; `waiting`: the messages parked.
+     */
+    pauseAndParkDestination: `
+      -- The pause as this statement's snapshot has it (the upsert below locks the row).
+      WITH before AS (
+        SELECT paused_until FROM ${destinations} WHERE destination = $1
+      ),
+      paused AS (
+        INSERT INTO ${destinations} AS d (destination, paused_until, paused_at, paused_by,
+          updated_at)
+        VALUES ($1, $3, $2, 'operator', $2)
+        ON CONFLICT (destination) DO UPDATE SET paused_until = $3, paused_at = $2,
+          paused_by = 'operator', probe_until = NULL, updated_at = $2
+        RETURNING d.*
+      ),
+      parked AS (
+        UPDATE ${messages} m SET due_at = $3
+        WHERE m.destination = $1 AND m.state = 'pending'
+          AND m.delivered_at IS NULL AND m.dead_at IS NULL
+          AND (m.due_at < $3 OR m.due_at = (SELECT paused_until FROM before))
+        RETURNING 1
+      )
+      SELECT paused.*, 'open' AS state, (SELECT count(*) FROM parked)::int AS waiting FROM paused`,
+
+    /**
+     * $1 limit. Whether each destination with a row is paused (open or half-open: none of its
+     * messages is claimed but a probe), paused ones first, then by name. No waiting counts: a
+     * scrape reads only the destinations table.
+     */
+    pausedDestinations: `
+      SELECT destination, paused_until IS NOT NULL AS paused
+      FROM ${destinations}
+      ORDER BY paused_until IS NULL, destination
+      LIMIT $1`,
+  };
+}
+
+export type DestinationOperatorStatements = ReturnType<typeof destinationOperatorStatements>;

@@ -12,6 +12,7 @@ import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createDrainer } from '../../src/runtime/drainer.js';
 import { useTestDatabase } from '../support/database.js';
 import { DEBIAN_INSTALL_TIMEOUT_MS, ensureDebianPackage } from '../support/debian-package.js';
+import { failDeliveries } from '../support/destination-fixtures.js';
 import { fakeClock } from '../support/drain-fixtures.js';
 import { ADMIN_TOKEN, KIND, mountAdmin, OTHER_KIND, outbox } from './admin-harness.js';
 
@@ -56,7 +57,7 @@ async function scrape(app: ReturnType<typeof mountAdmin>): Promise<string> {
 /** Truncates what the tests of this file leave, so each starts from an empty outbox. */
 async function emptyOutbox(): Promise<void> {
   await database.pool.query(
-    'TRUNCATE outbox.messages, outbox.delivered_groups, outbox.delivery_counts, outbox.outcome_totals, outbox.drain_runs',
+    'TRUNCATE outbox.messages, outbox.delivered_groups, outbox.delivery_counts, outbox.outcome_totals, outbox.drain_runs, outbox.destinations',
   );
 }
 
@@ -201,5 +202,62 @@ describe('/metrics', () => {
     const text = await scrape(mountAdmin(database));
     expect(sample(text, 'outbox_drain_duration_seconds_count')).toBe(0);
     expect(sample(text, `outbox_messages_delivered_total{kind="${KIND}"}`)).toBe(1);
+  });
+
+  it('reports each destination with a record as paused (open or half-open) or not, names escaped, clean under promtool', async () => {
+    await emptyOutbox();
+    const clock = fakeClock();
+    const db = pgExecutor(database.pool);
+    const destinations = outbox.store(db).destinations();
+    await failDeliveries(db, 'https://down.example', 5, { clock });
+    await failDeliveries(db, 'https://up.example', 2, { clock });
+    await destinations.pause(
+      'https://half-open.example',
+      clock.now(),
+      new Date(clock.now().getTime() + 1_000),
+    );
+    const hostile = 'https://evil.example/"} 1\nfake_metric 7\n\\';
+    await destinations.pause(hostile, clock.now());
+    clock.advance(2_000);
+    const text = await scrape(mountAdmin(database, { clock }));
+    expect(await promtoolCheck(text)).toEqual({ code: 0, output: '' });
+    const lines = text.split('\n').filter((line) => line.includes('outbox_destination_paused'));
+    expect(lines).toEqual([
+      expect.stringMatching(
+        /^# HELP outbox_destination_paused 1 while drains pass over .* at most 1000, paused ones first\.$/,
+      ),
+      '# TYPE outbox_destination_paused gauge',
+      'outbox_destination_paused{destination="https://down.example"} 1',
+      `outbox_destination_paused{destination="https://evil.example/\\"} 1\\nfake_metric 7\\n\\\\"} 1`,
+      'outbox_destination_paused{destination="https://half-open.example"} 1',
+      'outbox_destination_paused{destination="https://up.example"} 0',
+    ]);
+    expect(text).not.toMatch(/^fake_metric/m);
+  });
+
+  it('reports at most 1000 destinations, every paused one among them', async () => {
+    await emptyOutbox();
+    await database.pool.query(
+      `INSERT INTO outbox.destinations (destination, failures, updated_at)
+       SELECT 'https://closed-' || lpad(n::text, 4, '0') || '.example', 1, now()
+       FROM generate_series(1, 1005) n`,
+    );
+    const destinations = outbox.store(pgExecutor(database.pool)).destinations();
+    const now = new Date();
+    await destinations.pause('https://zz-paused.example', now);
+    await destinations.pause('https://closed-1005.example', now);
+    const text = await scrape(mountAdmin(database));
+    const samples = text
+      .split('\n')
+      .filter((line) => line.startsWith('outbox_destination_paused{'));
+    expect(samples).toHaveLength(1000);
+    expect(samples.slice(0, 3)).toEqual([
+      'outbox_destination_paused{destination="https://closed-1005.example"} 1',
+      'outbox_destination_paused{destination="https://zz-paused.example"} 1',
+      'outbox_destination_paused{destination="https://closed-0001.example"} 0',
+    ]);
+    expect(samples.at(-1)).toBe(
+      'outbox_destination_paused{destination="https://closed-0998.example"} 0',
+    );
   });
 });

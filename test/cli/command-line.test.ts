@@ -76,7 +76,7 @@ describe('the command line', () => {
 
   it('refuses unknown commands and options, missing values, values to switches and repeats', () => {
     expect(usageMessage(['send'])).toBe(
-      'unknown command "send"; commands: migrate, drain, stats, list, show, retry, discard, replay, purge, enqueue',
+      'unknown command "send"; commands: migrate, drain, stats, list, show, retry, discard, replay, destinations, pause, resume, purge, enqueue',
     );
     expect(usageMessage(['--json'])).toMatch(/^unknown option --json before the command/);
     expect(usageMessage(['help', 'send'])).toMatch(/^help: unknown command "send"/);

@@ -39,6 +39,9 @@ const DATABASE_COMMANDS: string[][] = [
   ['retry', '1'],
   ['discard', '1'],
   ['replay', '--state', 'dead'],
+  ['destinations'],
+  ['pause', 'https://hooks.example.com'],
+  ['resume', 'https://hooks.example.com'],
   ['purge', '--older-than', '7d'],
   ['enqueue', '--kind', 'webhook', '--payload', '{"url":"https://example.com/","body":{}}'],
 ];

@@ -45,7 +45,15 @@ beforeAll(async () => {
 });
 
 type Counts = Record<
-  'users' | 'orders' | 'items' | 'endpoints' | 'messages' | 'replays' | 'keys' | 'skips',
+  | 'users'
+  | 'orders'
+  | 'items'
+  | 'endpoints'
+  | 'messages'
+  | 'replays'
+  | 'destinations'
+  | 'keys'
+  | 'skips',
   number
 >;
 
@@ -57,6 +65,7 @@ async function rowCounts(): Promise<Counts> {
            (SELECT count(*)::int FROM app.webhook_endpoints) AS endpoints,
            (SELECT count(*)::int FROM outbox.all_messages) AS messages,
            (SELECT count(*)::int FROM outbox.replays) AS replays,
+           (SELECT count(*)::int FROM outbox.destinations) AS destinations,
            (SELECT count(*)::int FROM app.idempotency_keys) AS keys,
            (SELECT coalesce(sum(skip_count), 0)::int FROM app.webhook_endpoints) AS skips`);
   return rows[0] as Counts;
@@ -180,6 +189,9 @@ describe('every route under hostile requests', () => {
       '/admin/drain',
       '/admin/replays',
       '/admin/replays/dry-run',
+      '/admin/destinations',
+      '/admin/destinations/pause',
+      '/admin/destinations/resume',
       '/admin/metrics',
       '/admin/migrate',
     );

@@ -243,6 +243,97 @@ describe.each(DRIVER_NAMES)('destination health, through %s', (driverName) => {
     expect(await destinations.resume('https://never.example', w.clock.now())).toBeNull();
   });
 
+  it('a pause until resumed, changed to ten minutes, holds its messages only those ten minutes', async () => {
+    const w = await world();
+    await w.enqueue(UP, 2);
+    const destinations = w.store.destinations();
+    await destinations.pause(UP, w.clock.now());
+    const tenMinutes = new Date(w.clock.now().getTime() + 600_000);
+    expect(await destinations.pause(UP, w.clock.now(), tenMinutes)).toMatchObject({
+      pausedUntil: tenMinutes,
+      waiting: 2,
+    });
+    w.clock.advance(599_999);
+    expect(await w.claim()).toEqual([]);
+    // The pause is over: one probe goes, as after any pause, and its delivery closes it.
+    w.clock.advance(2);
+    const probe = await w.claim();
+    expect(probe).toHaveLength(1);
+    await w.settle(probe, 'deliver');
+    expect(await w.claim()).toHaveLength(1);
+  });
+
+  it('resume after a pause was changed brings every held message back now', async () => {
+    const w = await world();
+    await w.enqueue(UP, 2);
+    const destinations = w.store.destinations();
+    await destinations.pause(UP, w.clock.now());
+    await destinations.pause(UP, w.clock.now(), new Date(w.clock.now().getTime() + 600_000));
+    expect(await destinations.resume(UP, w.clock.now())).toMatchObject({ waiting: 2 });
+    expect(await w.claim()).toHaveLength(2);
+  });
+
+  it('pages a list of paused and closed destinations in its own order, each once', async () => {
+    const w = await world();
+    const destinations = w.store.destinations();
+    // Records for four destinations: two paused by hand, two closed again after a pause.
+    for (const name of ['https://a.example', 'https://b.example']) {
+      await destinations.pause(name, w.clock.now());
+      await destinations.resume(name, w.clock.now());
+    }
+    await destinations.pause('https://c.example', w.clock.now());
+    await destinations.pause('https://d.example', w.clock.now());
+    await w.enqueue('https://a.example', 2);
+    await w.enqueue('https://d.example', 3);
+    const seen: [string, string, number][] = [];
+    let after: string | undefined;
+    for (let page = 0; page < 10; page++) {
+      const rows = await destinations.list(w.clock.now(), { limit: 1, after });
+      if (rows.length === 0) break;
+      seen.push(
+        ...rows.map((row): [string, string, number] => [row.destination, row.state, row.waiting]),
+      );
+      after = rows.at(-1)!.destination;
+    }
+    expect(seen).toEqual([
+      ['https://c.example', 'open', 0],
+      ['https://d.example', 'open', 3],
+      ['https://a.example', 'closed', 2],
+      ['https://b.example', 'closed', 0],
+    ]);
+    // A name with no record continues from the paused ones after it, then every closed one.
+    const from = await destinations.list(w.clock.now(), { after: 'https://c.fake' });
+    expect(from.map((row) => row.destination)).toEqual([
+      'https://d.example',
+      'https://a.example',
+      'https://b.example',
+    ]);
+  });
+
+  it('reads which destinations are paused, paused first, from the destinations table alone', async () => {
+    const w = await world();
+    const destinations = w.store.destinations();
+    await destinations.pause('https://b.example', w.clock.now());
+    await destinations.resume('https://b.example', w.clock.now());
+    await destinations.pause(
+      'https://c.example',
+      w.clock.now(),
+      new Date(w.clock.now().getTime() + 1_000),
+    );
+    await destinations.pause('https://a.example', w.clock.now());
+    // Half-open is still paused: only a probe goes.
+    w.clock.advance(2_000);
+    expect(await destinations.pausedFlags()).toEqual([
+      { destination: 'https://a.example', paused: true },
+      { destination: 'https://c.example', paused: true },
+      { destination: 'https://b.example', paused: false },
+    ]);
+    expect(await destinations.pausedFlags(1)).toEqual([
+      { destination: 'https://a.example', paused: true },
+    ]);
+    await expect(destinations.pausedFlags(1001)).rejects.toMatchObject({ field: 'limit' });
+  });
+
   it('refuses a bad destination name or pause time with an error naming the field', async () => {
     const w = await world(driver);
     const destinations = w.store.destinations();
