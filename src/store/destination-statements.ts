@@ -186,49 +186,11 @@ export const PARK_SCAN_ROWS = 10_000;
  */
 export const PAUSED_UNTIL_RESUMED = new Date('9999-12-31T00:00:00Z');
 
-/** The operators' statements over destinations. */
+/** Resume, for operators (see destinationOperatorStatements for the rest). */
 export function destinationStatements(quotedSchema: string) {
   const destinations = `${quotedSchema}.destinations`;
   const messages = `${quotedSchema}.messages`;
   return {
-    /**
-     * $1 now, $2 limit, $3 after this name (null: from the first). Each destination with a
-     * row, in name order, and how many messages wait for it (pending or claimed): read from
-     * messages_claimable with its destination, a scan of what waits, for operators only.
-     */
-    listDestinations: `
-      SELECT d.*, CASE WHEN d.paused_until IS NULL THEN 'closed'
-          WHEN d.paused_until > $1 THEN 'open' ELSE 'half-open' END AS state,
-        (SELECT count(*) FROM ${messages} m
-          WHERE m.destination = d.destination AND m.state IN ('pending', 'claimed'))::int
-          AS waiting
-      FROM ${destinations} d
-      WHERE $3::text IS NULL OR d.destination > $3
-      ORDER BY d.paused_until IS NULL, d.destination
-      LIMIT $2`,
-
-    /**
-     * $1 destination, $2 now, $3 until. An operator's pause: the row made if the destination
-     * never failed, its probe cancelled, and its waiting messages parked at the pause's end
-     * (all of them: an operator's pause is rare and may be long). Returns the row.
-     */
-    pauseDestination: `
-      WITH paused AS (
-        INSERT INTO ${destinations} AS d (destination, paused_until, paused_at, paused_by,
-          updated_at)
-        VALUES ($1, $3, $2, 'operator', $2)
-        ON CONFLICT (destination) DO UPDATE SET paused_until = $3, paused_at = $2,
-          paused_by = 'operator', probe_until = NULL, updated_at = $2
-        RETURNING d.*
-      ),
-      parked AS (
-        UPDATE ${messages} m SET due_at = $3
-        WHERE m.destination = $1 AND m.state = 'pending' AND m.due_at < $3
-          AND m.delivered_at IS NULL AND m.dead_at IS NULL
-        RETURNING 1
-      )
-      SELECT paused.*, 'open' AS state, (SELECT count(*) FROM parked)::int AS waiting FROM paused`,
-
     /**
      * $1 destination, $2 now. Ends a pause (any cause) and clears the failure count, and
      * brings the messages its pause parked (due exactly at its end) back to now; messages due
@@ -261,11 +223,10 @@ export type DestinationStatements = ReturnType<typeof destinationStatements>;
 
 /**
  * The operator surfaces' statements over destinations (the CLI, the admin API and dashboard,
- * and `/metrics`), apart from the settle's and the claim's. `listDestinationPage` and
- * `pauseAndParkDestination` take the place of `listDestinations` and `pauseDestination` above:
- * the first lost every closed destination after a page that ended in a paused one; the second
- * left the messages a pause had parked at its end when a shorter pause replaced it (parked
- * until resumed, in year 9999, they were never due again and no probe could take them).
+ * and `/metrics`), apart from the settle's and the claim's. The list pages in its own order
+ * (paused first), so a page that ends in a paused destination loses no closed one after it;
+ * a pause parks its destination's messages, those a longer pause parked included (parked
+ * until resumed, in year 9999, they would never be due again and no probe could take them).
  */
 export function destinationOperatorStatements(quotedSchema: string) {
   const destinations = `${quotedSchema}.destinations`;

@@ -244,7 +244,7 @@ describe.each(DRIVER_NAMES)('destination health, through %s', (driverName) => {
   });
 
   it('a pause until resumed, changed to ten minutes, holds its messages only those ten minutes', async () => {
-    const w = await world();
+    const w = await world(driver);
     await w.enqueue(UP, 2);
     const destinations = w.store.destinations();
     await destinations.pause(UP, w.clock.now());
@@ -264,7 +264,7 @@ describe.each(DRIVER_NAMES)('destination health, through %s', (driverName) => {
   });
 
   it('resume after a pause was changed brings every held message back now', async () => {
-    const w = await world();
+    const w = await world(driver);
     await w.enqueue(UP, 2);
     const destinations = w.store.destinations();
     await destinations.pause(UP, w.clock.now());
@@ -274,7 +274,7 @@ describe.each(DRIVER_NAMES)('destination health, through %s', (driverName) => {
   });
 
   it('pages a list of paused and closed destinations in its own order, each once', async () => {
-    const w = await world();
+    const w = await world(driver);
     const destinations = w.store.destinations();
     // Records for four destinations: two paused by hand, two closed again after a pause.
     for (const name of ['https://a.example', 'https://b.example']) {
@@ -311,7 +311,7 @@ describe.each(DRIVER_NAMES)('destination health, through %s', (driverName) => {
   });
 
   it('reads which destinations are paused, paused first, from the destinations table alone', async () => {
-    const w = await world();
+    const w = await world(driver);
     const destinations = w.store.destinations();
     await destinations.pause('https://b.example', w.clock.now());
     await destinations.resume('https://b.example', w.clock.now());
