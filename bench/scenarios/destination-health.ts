@@ -71,7 +71,8 @@ const TIMED_SETTLES = 40;
 const WAITING_PER_PAUSED = 10;
 /**
  * Half-open destinations with nothing to probe: a few receivers that stayed down until their
- * last messages went dead. Each costs every claim a scan of the due backlog (see the doc).
+ * last messages went dead. Each costs every claim a scan of the due backlog
+ * (docs/benchmarks.md, scenario 13).
  */
 const HALF_OPEN_EMPTY = 10;
 /**

@@ -106,11 +106,17 @@ export async function enqueueTo(
   return keys;
 }
 
+/** Keys per claim by key: one enqueue statement's worth, so each claim takes one chunk's keys. */
+const KEYS_PER_CLAIM = ENQUEUE_CHUNK;
+
 /** Claims exactly these messages, wherever they are in due order, as the after-commit kick does. */
-export async function claimKeys(table: BenchTable, keys: readonly string[]) {
+export async function claimKeys(
+  table: BenchTable,
+  keys: readonly string[],
+): Promise<ClaimedMessage[]> {
   const claimed: ClaimedMessage[] = [];
-  for (let start = 0; start < keys.length; start += ENQUEUE_CHUNK) {
-    const chunk = keys.slice(start, start + ENQUEUE_CHUNK);
+  for (let start = 0; start < keys.length; start += KEYS_PER_CLAIM) {
+    const chunk = keys.slice(start, start + KEYS_PER_CLAIM);
     const result = await table.store.claim({ ...claimRequest(chunk.length), keys: chunk });
     claimed.push(...result.claimed);
   }
