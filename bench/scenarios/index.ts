@@ -6,6 +6,7 @@ import { claimCostScenario } from './claim-cost.js';
 import { claimCursorScenario } from './claim-cursor.js';
 import { crashDuplicatesScenario } from './crash-duplicates.js';
 import { deliveryLatencyScenario } from './delivery-latency.js';
+import { destinationHealthScenario } from './destination-health.js';
 import { drainMemoryScenario } from './drain-memory.js';
 import { enqueueOverheadScenario } from './enqueue-overhead.js';
 import { noOpDrainScenario } from './no-op-drain.js';
@@ -27,6 +28,7 @@ export const SCENARIOS: readonly Scenario[] = [
   crashDuplicatesScenario,
   claimCursorScenario,
   orderingKeysScenario,
+  destinationHealthScenario,
 ];
 
 /** Whether BENCH_ONLY (already lower-cased) selects this scenario; null selects all. */
