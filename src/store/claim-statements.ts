@@ -2,6 +2,8 @@
  * The drain's claim: due rows, head of their ordering key, locked with SKIP LOCKED and leased in
  * one statement. Built per schema and limit by outboxStatements (statements.ts).
  */
+
+import { PARK_SCAN_ROWS } from './destination-statements.js';
 import { CLAIMED_COLUMNS } from './message-columns.js';
 import { countOutcomes } from './outcome-counts.js';
 
@@ -126,7 +128,7 @@ export function claimStatement(
   // for the lookup and the destinations write. The after-commit kick never probes.
   const probing = target !== 'keys' && target.probe === true;
   const probes = probing
-    ? probeStatement(destinations, candidates('AND m.destination = d.destination', '1'))
+    ? probeStatement(messages, destinations, candidates('AND m.destination = d.destination', '1'))
     : '';
   const taken = probing
     ? 'SELECT id FROM due UNION ALL SELECT id FROM probe WHERE id IS NOT NULL'
@@ -182,7 +184,7 @@ export function claimStatement(
  * COMMITTED and finds the probe out. The probe's settle closes the destination (a delivery) or
  * opens it again (a failure); a probe whose drain died lets another go when its lease ends.
  */
-function probeStatement(destinations: string, firstCandidate: string): string {
+function probeStatement(messages: string, destinations: string, firstCandidate: string): string {
   return `
   half_open AS MATERIALIZED (
     SELECT d.destination, p.id, p.kind, p.exhausted
@@ -203,6 +205,33 @@ function probeStatement(destinations: string, firstCandidate: string): string {
     FROM half_open h
     WHERE d.destination = h.destination
     RETURNING h.id, h.kind, h.exhausted
+  ),
+  -- Messages of open destinations at the head of due order, moved to their pause's end: those
+  -- that came while it was paused, or failed as it opened, or lay past the window the opening
+  -- settle parked (destination-statements.ts). Until then every claim steps over them; this
+  -- way at most a probe interval. Only when a destination is open (the one-time filter), in
+  -- the first PARK_SCAN_ROWS of due order, rows another claim holds skipped. Disjoint from
+  -- due (which passes over paused destinations) and from probes (half-open, not open).
+  parked AS (
+    UPDATE ${messages} m SET due_at = d.paused_until
+    FROM ${destinations} d
+    WHERE m.id = ANY(ARRAY(
+        SELECT p.id FROM ${messages} p
+        WHERE p.id = ANY(ARRAY(
+            SELECT w.id FROM (
+              SELECT id, destination, state FROM ${messages}
+              WHERE state IN ('pending', 'claimed') AND due_at <= $1
+              ORDER BY due_at, id
+              LIMIT ${PARK_SCAN_ROWS}) w
+            WHERE EXISTS (SELECT 1 FROM ${destinations} WHERE paused_until > $1)
+              AND w.state = 'pending'
+              AND w.destination IN (
+                SELECT destination FROM ${destinations} WHERE paused_until > $1)))
+          AND p.state = 'pending'
+        FOR UPDATE SKIP LOCKED))
+      AND d.destination = m.destination
+      AND d.paused_until > $1
+      AND m.state = 'pending'
   ),`;
 }
 

@@ -110,6 +110,25 @@ describe.each(DRIVER_NAMES)('destination health, through %s', (driverName) => {
     expect(rows[0].n).toBe(30);
   });
 
+  it('parks what arrives for a paused destination at the next claim that probes, so claims stop stepping over it', async () => {
+    const w = await world(driver);
+    await w.enqueue(DOWN, 5);
+    await w.settle(await w.claim(), 'fail');
+    const pausedUntil = (await w.destination(DOWN))!.pausedUntil!;
+    await w.enqueue(DOWN, 20);
+    await w.enqueue(UP, 3);
+    w.clock.advance(2_000);
+    const parkedAt = `SELECT count(*)::int AS n FROM ${w.schema}.messages
+      WHERE destination = $1 AND state = 'pending' AND due_at = $2`;
+    expect((await database.pool.query(parkedAt, [DOWN, pausedUntil])).rows[0].n).toBe(0);
+    // A claim that does not probe leaves them where they are.
+    expect(w.payloadsTo(await w.claim(1, false))).toEqual([UP]);
+    expect((await database.pool.query(parkedAt, [DOWN, pausedUntil])).rows[0].n).toBe(0);
+    expect(w.payloadsTo(await w.claim())).toEqual([UP, UP]);
+    // The five that failed are parked too (retried with a shorter backoff than the pause).
+    expect((await database.pool.query(parkedAt, [DOWN, pausedUntil])).rows[0].n).toBe(25);
+  });
+
   it('does not count fewer failures than the threshold, and a delivery resets the count', async () => {
     const w = await world(driver);
     await w.enqueue(DOWN, 4);
