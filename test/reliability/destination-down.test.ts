@@ -260,9 +260,9 @@ async function run(name: string, broken: boolean, perReceiver = MESSAGES_PER_REC
   // Only the tenth ever paused, every change was announced, and it ends closed.
   const changes = [...observed.changes].sort((a, b) => a.settledAt - b.settledAt);
   expect(new Set(announced.map((change) => change.destination))).toEqual(new Set([tenth.url]));
-  const byTime = (list: DestinationChange[]) =>
+  const described = (list: DestinationChange[]) =>
     list.map((change) => `${change.change} ${change.pausedUntil?.getTime()}`).sort();
-  expect(byTime(announced)).toEqual(byTime(changes.map(({ change }) => change)));
+  expect(described(announced)).toEqual(described(changes.map(({ change }) => change)));
   expect(changes.at(-1)?.change.change).toBe('resumed');
   const rows = await store.destinations().list(new Date());
   expect(rows.map((row) => [row.destination, row.state])).toEqual([[tenth.url, 'closed']]);
