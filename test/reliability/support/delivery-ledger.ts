@@ -28,12 +28,35 @@ export interface DeliveryLedger {
   requests(): number;
   /** Replaces how requests are answered (default: accept every one with 204). */
   behave(behaviour: ReceiverBehaviour | undefined): void;
-  /** Delay before accepting (a slow receiver); 0 by default. */
-  delayMs: number;
+  /**
+   * Delay before accepting (a slow receiver): fixed ms, or drawn per request (a receiver's
+   * usual jitter); 0 by default.
+   */
+  delayMs: number | (() => number);
+  /**
+   * Stops listening and drops every connection: from now on a connection to its port is
+   * refused (nothing listens there), as when a receiver's process is down.
+   */
+  refuseConnections(): Promise<void>;
+  /** Listens again on the same port (the same origin): the receiver is back. */
+  acceptConnections(): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function startDeliveryLedger(): Promise<DeliveryLedger> {
+export interface DeliveryLedgerOptions {
+  /**
+   * How long an idle connection stays open, ms; default 1,000, as the scenarios written before
+   * this option were measured. Node's fetch (undici) keeps a connection for the server's
+   * keep-alive hint less a one-second margin, so at 1,000 it keeps none and every request opens
+   * its own connection (3,000 webhooks made 3,000 connections); a receiver whose clients reuse
+   * connections, as real ones behind a load balancer do, wants more (Node's own default, 5,000).
+   */
+  keepAliveMs?: number;
+}
+
+export async function startDeliveryLedger(
+  options: DeliveryLedgerOptions = {},
+): Promise<DeliveryLedger> {
   const deliveries: Delivery[] = [];
   let behaviour: ReceiverBehaviour | undefined;
   let requests = 0;
@@ -52,13 +75,19 @@ export async function startDeliveryLedger(): Promise<DeliveryLedger> {
         });
         response.writeHead(204).end();
       };
-      if (ledger.delayMs > 0) setTimeout(accept, ledger.delayMs);
+      const delayMs = typeof ledger.delayMs === 'function' ? ledger.delayMs() : ledger.delayMs;
+      if (delayMs > 0) setTimeout(accept, delayMs);
       else accept();
     });
   });
-  server.keepAliveTimeout = 1_000;
+  server.keepAliveTimeout = options.keepAliveMs ?? 1_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
+  const stopListening = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
   return Object.assign(ledger, {
     url: `http://127.0.0.1:${port}`,
     port,
@@ -68,11 +97,18 @@ export async function startDeliveryLedger(): Promise<DeliveryLedger> {
     behave(next: ReceiverBehaviour | undefined) {
       behaviour = next;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
+    refuseConnections: stopListening,
+    acceptConnections: () =>
+      new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, '127.0.0.1', () => {
+          server.off('error', reject);
+          resolve();
+        });
       }),
+    close: async () => {
+      if (server.listening) await stopListening();
+    },
   });
 }
 
