@@ -245,9 +245,10 @@ export const DEFAULT_SETTLE_GROUP_MS = 5;
 export const CLAIMS_PER_FULL_SCAN = 4;
 
 /**
- * Five seconds between claims that also probe half-open destinations (docs/destinations.md): a
- * pause lasts 30 s or more, so a probe waits at most a sixth of the shortest, and the claims
- * between skip the probe's lookup and its write.
+ * Five seconds between claims that also probe half-open destinations and park what waits for
+ * open ones (docs/destinations.md): a default pause lasts 30 s or more, so a probe waits at
+ * most a sixth of it, and the claims between skip the lookup and its writes. With a shorter
+ * first pause (`destinationHealth.pauseMs`), that pause is the interval.
  */
 export const PROBE_INTERVAL_MS = 5_000;
 

@@ -295,10 +295,18 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
       ? run.cursor
       : undefined;
   // Probes of half-open destinations ride on a run's first claim and one every
-  // PROBE_INTERVAL_MS after: a pause lasts 30 s or more, and the claims between need not pay
-  // for looking.
+  // PROBE_INTERVAL_MS after (or every first pause, when pauses are shorter): the claims
+  // between need not pay for looking.
   const probe = run.options.keys === undefined && claimedAt.getTime() >= run.nextProbeAt;
-  if (probe) run.nextProbeAt = claimedAt.getTime() + PROBE_INTERVAL_MS;
+  if (probe) {
+    const { destinationHealth } = settings;
+    run.nextProbeAt =
+      claimedAt.getTime() +
+      Math.min(
+        PROBE_INTERVAL_MS,
+        destinationHealth === false ? PROBE_INTERVAL_MS : destinationHealth.pauseMs,
+      );
+  }
   const startedAt = performance.now();
   run.rowsOnWire += limit;
   let result: ClaimResult;
