@@ -25,7 +25,7 @@ import { DEFAULT_SETTLE_GROUP_SIZE } from '../../src/core/drain-settings.js';
 import { scaled } from '../lib/config.js';
 import { rotated } from '../lib/order.js';
 import { SYSTEMS } from '../systems/index.js';
-import { OUTBOX_SCHEMA } from '../systems/outbox-relay.js';
+import { claimRequest, OUTBOX_SCHEMA } from '../systems/outbox-relay.js';
 import {
   type ClaimCase,
   destinationRows,
@@ -140,7 +140,7 @@ export const destinationHealthScenario: Scenario = {
       return database;
     };
     try {
-      for (const claimCase of ['none', 'parked', 'ahead', 'half-open'] as const) {
+      for (const claimCase of ['none', 'parked', 'ahead', 'healed', 'half-open'] as const) {
         context.progress(`13 destinations: building the "${claimCase}" table`);
         const database = await fresh();
         const table = await open(database);
@@ -214,6 +214,21 @@ async function buildClaimTable(
       await enqueueTo(table, sizes.healthy, healthyDestination);
       return trip;
     }
+    case 'healed': {
+      // As "ahead", then the claims that probe, as a drain makes first in a run and every 5 s
+      // after: each parks the open destinations' messages in the first 10,000 rows of due
+      // order, so two park the 11,000. They name a kind no message has, so they claim nothing
+      // and every healthy message stays due for the timed claims.
+      const trip = await buildClaimTable('ahead', table, sizes);
+      for (let claim = 0; claim < 2; claim++) {
+        await table.store.claim({
+          ...claimRequest(CLAIM_SIZE),
+          kinds: ['bench.none'],
+          probe: true,
+        });
+      }
+      return trip;
+    }
     case 'half-open':
       await leaveHalfOpen(table, sizes.halfOpen);
       await enqueueTo(table, sizes.healthy, healthyDestination);
@@ -232,6 +247,7 @@ async function checkedShape(
     none: 0,
     parked: sizes.paused,
     ahead: sizes.paused,
+    healed: sizes.paused,
     'half-open': sizes.halfOpen,
   };
   const problems = [

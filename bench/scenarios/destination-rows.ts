@@ -8,7 +8,7 @@ import { type BreakerTrip, HEALTHY_DESTINATIONS } from './destination-tables.js'
 import type { PlanChoice, Timed } from './destination-timing.js';
 import { OURS_ONLY, type ResultRow, type ScenarioOutput } from './types.js';
 
-type BuiltCase = 'none' | 'parked' | 'ahead' | 'half-open';
+type BuiltCase = 'none' | 'parked' | 'ahead' | 'healed' | 'half-open';
 /**
  * A table's case; `, generic plan` and `, custom plan` are a second connection to its table
  * with `plan_cache_mode` set to force that plan.
@@ -57,6 +57,7 @@ export function destinationRows(
     'parked, generic plan': 'same, generic plan forced (plan_cache_mode): no planning per claim',
     ahead: `same, ${count(sizes.paused)} paused, ${count(shapes.ahead?.pausedDueAhead ?? 0)} of their messages due ahead of the healthy ones (arrived after the pause)`,
     'ahead, generic plan': 'same, generic plan forced (plan_cache_mode)',
+    healed: `same as the last, after two claims that probe (a drain's first of a run, and one every 5 s after): they parked ${count(shapes.healed?.pausedParked ?? 0)} of them`,
     'half-open': `same, none paused but ${sizes.halfOpen} half-open with nothing to probe (their last messages went dead)`,
   };
   const rows: ResultRow[] = [
@@ -76,7 +77,7 @@ export function destinationRows(
       row('same: PostgreSQL backend CPU per claim', 'µs', ours(timed.cpuMicros)),
       row('same / none paused: backend CPU', 'x', oursRatio(timed.cpuMicros, none.cpuMicros)),
     );
-    if (c === 'parked' || c === 'ahead') {
+    if (c === 'parked' || c === 'ahead' || c === 'healed') {
       rows.push(
         row('same / none paused: wall time', 'x', oursRatio(timed.wallMs, none.wallMs)),
         row(
@@ -91,7 +92,7 @@ export function destinationRows(
       wall: pairedRatio(timed.wallMs, none.wallMs),
     };
     notes.push(
-      `13: claim "${c}" / "none", round by round: backend CPU ${paired[c]!.cpu.toFixed(2)}x, wall ${paired[c]!.wall.toFixed(2)}x${c === 'parked' || c === 'ahead' ? ` (issue 28's bound: ${ISSUE_BOUND}x)` : ''}.`,
+      `13: claim "${c}" / "none", round by round: backend CPU ${paired[c]!.cpu.toFixed(2)}x, wall ${paired[c]!.wall.toFixed(2)}x${c === 'parked' || c === 'ahead' || c === 'healed' ? ` (issue 28's bound: ${ISSUE_BOUND}x)` : ''}.`,
     );
   }
   const bare = settle('no destination');
