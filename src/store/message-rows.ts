@@ -3,7 +3,14 @@
  * lists and lookups (MESSAGE_COLUMNS), the lean claimed message for the drain (CLAIMED_COLUMNS).
  */
 import type { JsonValue } from '../core/message.js';
-import type { ClaimedMessage, MessageRecord, MessageState } from '../core/outbox-store.js';
+import { compareMessageIds } from '../core/message-id.js';
+import type {
+  ClaimedMessage,
+  ClaimResult,
+  ExhaustedMessage,
+  MessageRecord,
+  MessageState,
+} from '../core/outbox-store.js';
 
 /** A row as the drivers return it: int8 as string, timestamptz as Date, jsonb parsed. */
 export interface MessageRow {
@@ -92,4 +99,35 @@ export function toDate(value: unknown): Date {
 
 export function toDateOrNull(value: unknown): Date | null {
   return value === null || value === undefined ? null : toDate(value);
+}
+
+/**
+ * A claim's result from its rows: the statement returns them as its update took them; they go
+ * out in due order, and the last of them in due order is where the next claim's scan may start.
+ */
+export function claimResultFromRows(rows: readonly ClaimedRow[], claimToken: string): ClaimResult {
+  const ordered = inDueOrder(rows);
+  const claimed: ClaimedMessage[] = [];
+  const exhausted: ExhaustedMessage[] = [];
+  for (const row of ordered) {
+    if (row.state === 'claimed') {
+      claimed.push(claimedFromRow(row, claimToken));
+    } else {
+      const { id, key, kind, attempts } = claimedFromRow(row, claimToken);
+      exhausted.push({ id, key, kind, attempts });
+    }
+  }
+  // A probe (a half-open destination's one message) may lie anywhere in due order; the next
+  // claim's scan starts after the last row the due scan took, never past rows it did not read.
+  const lastRow = ordered.findLast((row) => row.probe !== true);
+  if (!lastRow) return { claimed, exhausted };
+  // Due times are whole milliseconds (enqueue truncates them; later writes come from Dates).
+  const last = { dueAt: new Date(Math.round(Number(lastRow.due_ms))), id: String(lastRow.id) };
+  return { claimed, exhausted, last };
+}
+
+function inDueOrder(rows: readonly ClaimedRow[]): ClaimedRow[] {
+  const keyed = rows.map((row) => ({ row, dueMs: Number(row.due_ms), id: String(row.id) }));
+  keyed.sort((a, b) => a.dueMs - b.dueMs || compareMessageIds(a.id, b.id));
+  return keyed.map((each) => each.row);
 }

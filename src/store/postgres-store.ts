@@ -2,12 +2,10 @@ import { DEFAULT_DESTINATION_HEALTH, type DestinationChange } from '../core/dest
 import type { DrainRunRecord } from '../core/drain-record.js';
 import { ValidationError } from '../core/errors.js';
 import { UUID_PATTERN } from '../core/message.js';
-import { compareMessageIds, isMessageId } from '../core/message-id.js';
+import { isMessageId } from '../core/message-id.js';
 import {
-  type ClaimedMessage,
   type ClaimRequest,
   type ClaimResult,
-  type ExhaustedMessage,
   MAX_SETTLE_OUTCOMES,
   MESSAGE_STATES,
   type MessageRecord,
@@ -36,7 +34,7 @@ import {
 } from './message-filter.js';
 import {
   type ClaimedRow,
-  claimedFromRow,
+  claimResultFromRows,
   type MessageRow,
   messageFromRow,
   toDate,
@@ -126,26 +124,7 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
           ),
           request.after ? [...shared, request.after.dueAt, request.after.id] : shared,
         );
-    // The statement returns rows as its update took them; they go out in due order, and the
-    // last of them in due order is where the next claim's scan may start.
-    const rows = inDueOrder(result.rows);
-    const claimed: ClaimedMessage[] = [];
-    const exhausted: ExhaustedMessage[] = [];
-    for (const row of rows) {
-      if (row.state === 'claimed') {
-        claimed.push(claimedFromRow(row, request.claimToken));
-      } else {
-        const { id, key, kind, attempts } = claimedFromRow(row, request.claimToken);
-        exhausted.push({ id, key, kind, attempts });
-      }
-    }
-    // A probe (a half-open destination's one message) may lie anywhere in due order; the next
-    // claim's scan starts after the last row the due scan took, never past rows it did not read.
-    const lastRow = rows.findLast((row) => row.probe !== true);
-    if (!lastRow) return { claimed, exhausted };
-    // Due times are whole milliseconds (enqueue truncates them; later writes come from Dates).
-    const last = { dueAt: new Date(Math.round(Number(lastRow.due_ms))), id: String(lastRow.id) };
-    return { claimed, exhausted, last };
+    return claimResultFromRows(result.rows, request.claimToken);
   }
 
   async settle(
@@ -408,12 +387,6 @@ export interface DeliveryCount {
 }
 
 /** Claimed rows by due time, then id. */
-function inDueOrder(rows: ClaimedRow[]): ClaimedRow[] {
-  const keyed = rows.map((row) => ({ row, dueMs: Number(row.due_ms), id: String(row.id) }));
-  keyed.sort((a, b) => a.dueMs - b.dueMs || compareMessageIds(a.id, b.id));
-  return keyed.map((each) => each.row);
-}
-
 /**
  * Every method taking an id checks it here, before querying: a malformed id or one past
  * `bigint` would otherwise fail in the database with a raw driver error.
