@@ -66,6 +66,39 @@ describe('the claim statement', () => {
     await expectKeptGenericPlan(client, 'WITH due AS');
   });
 
+  it('keeps its generic plan when most waiting rows are due later (backoff, delays, a paused destination)', async () => {
+    client = await connectOne();
+    const db = pgExecutor(client);
+    const outbox = createOutbox({ schema: 'later_generic', kinds: { 'test.kind': true } });
+    await outbox.migrate(db);
+    // 10,000 due in ten minutes (parked at a pause's end, or backing off), 2,000 due now.
+    for (let start = 0; start < 12_000; start += 1_000) {
+      await outbox.enqueue(
+        db,
+        Array.from({ length: 1_000 }, (_, n) => ({
+          kind: 'test.kind',
+          payload: { n: start + n },
+          ...(start < 10_000 ? { delayMs: 600_000 } : {}),
+        })),
+      );
+    }
+    await client.query(
+      `INSERT INTO later_generic.destinations (destination, failures, pauses, paused_until,
+         paused_at, paused_by, updated_at)
+       SELECT 'https://paused-' || n || '.example', 5, 1, now() + interval '10 minutes', now(),
+         'breaker', now()
+       FROM generate_series(1, 1000) n`,
+    );
+    await client.query('VACUUM ANALYZE later_generic.messages, later_generic.destinations');
+    const store = outbox.store(db);
+    // With the claim's time as a bare parameter, a custom plan knew that few rows were due and
+    // looked cheaper than the generic one, and every claim was planned anew.
+    for (let run = 0; run < 12; run++) {
+      expect((await store.claim(claimRequest({ limit: 100 }))).claimed).toHaveLength(100);
+    }
+    await expectKeptGenericPlan(client, 'WITH due AS');
+  });
+
   it('after a cursor, runs on a kept generic plan too, as a drain walks its backlog', async () => {
     client = await connectOne();
     const db = pgExecutor(client);
