@@ -150,7 +150,8 @@ describe('destination health on the dashboard in a browser', () => {
       expect(colourShare(await shotOf(row.locator('.badge')), OPEN_BADGE_RED)).toBeGreaterThan(0.4);
 
       // The receiver is back, but the destination is paused: a real drain sends it nothing,
-      // not even a message enqueued now and due at once.
+      // not even a message enqueued now and due at once (its first claim parks that one with
+      // the others, at the pause's end).
       broken = false;
       keys.push(
         ...(await outbox.enqueue(db, {
@@ -171,7 +172,7 @@ describe('destination health on the dashboard in a browser', () => {
         row.getByRole('button', { name: 'Resume' }).click(),
       ]);
       expect(await page.getByRole('status').textContent()).toBe(
-        `${destination} is sent to again: 3 messages due now.`,
+        `${destination} is sent to again: 4 messages due now.`,
       );
       expect(await row.getAttribute('data-state')).toBe('closed');
       expect((await row.locator('td').allTextContents()).slice(1, 3)).toEqual(['closed', '0']);
