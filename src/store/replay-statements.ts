@@ -14,7 +14,7 @@
  * $5 since, $6 until, $7 ids, $8 the stretch's start (exclusive), $9 its end (inclusive).
  */
 import { resentAttemptLog } from './attempt-log.js';
-import { lastErrorContains } from './operator-statements.js';
+import { lastErrorContains } from './message-filter-sql.js';
 
 /**
  * Ids per stretch: counting 10,000 rows of messages by primary key, or the groups holding 10,000
