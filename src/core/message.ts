@@ -112,6 +112,16 @@ export type DestinationOf = (payload: JsonValue) => string | null;
 /** Destination names are keys of the health table and labels of a metric: short, like a URL's origin. */
 export const MAX_DESTINATION_NAME_LENGTH = 300;
 
+/** Whether `value` can be a destination's name: 1 to 300 characters PostgreSQL can store. */
+export function isDestinationName(value: unknown): boolean {
+  return (
+    typeof value === 'string' &&
+    value.length > 0 &&
+    value.length <= MAX_DESTINATION_NAME_LENGTH &&
+    storableTextProblem(value) === undefined
+  );
+}
+
 export function isValidKindName(kind: string): boolean {
   return KIND_PATTERN.test(kind);
 }
@@ -230,12 +240,7 @@ function destinationName(
   if (destinationOf === undefined) return null;
   const name = destinationOf(payload);
   if (name === null) return null;
-  if (
-    typeof name !== 'string' ||
-    name.length === 0 ||
-    name.length > MAX_DESTINATION_NAME_LENGTH ||
-    storableTextProblem(name) !== undefined
-  ) {
+  if (!isDestinationName(name)) {
     throw new ConfigurationError(
       `the destination function of kind "${kind}" returned ${typeof name === 'string' ? `a name it cannot store (${name.length} characters)` : typeof name}: expected null or a storable string of 1 to ${MAX_DESTINATION_NAME_LENGTH} characters`,
     );

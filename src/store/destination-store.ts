@@ -8,9 +8,8 @@ import type {
   PauseCause,
 } from '../core/destination-health.js';
 import { ValidationError } from '../core/errors.js';
-import { MAX_DESTINATION_NAME_LENGTH } from '../core/message.js';
+import { isDestinationName, MAX_DESTINATION_NAME_LENGTH } from '../core/message.js';
 import type { SqlExecutor } from '../core/ports.js';
-import { storableTextProblem } from '../core/storable-text.js';
 import {
   type DestinationOperatorStatements,
   type DestinationStatements,
@@ -160,18 +159,13 @@ function checkedLimit(limit: number): number {
  * here checks first, for callers that check input before they connect.
  */
 export function checkedDestination(value: unknown, field: string): string {
-  if (
-    typeof value !== 'string' ||
-    value.length === 0 ||
-    value.length > MAX_DESTINATION_NAME_LENGTH ||
-    storableTextProblem(value) !== undefined
-  ) {
+  if (!isDestinationName(value)) {
     throw new ValidationError(
       field,
       `expected a destination name of 1 to ${MAX_DESTINATION_NAME_LENGTH} characters`,
     );
   }
-  return value;
+  return value as string;
 }
 
 function destinationFromRow(row: Record<string, unknown>): DestinationRecord {
