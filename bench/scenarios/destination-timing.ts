@@ -77,6 +77,15 @@ function record(
   if (cpuBefore !== null && cpuAfter !== null) timed.cpuMicros.push((cpuAfter - cpuBefore) / 1000);
 }
 
+/**
+ * The prepared due claim the timed claims run, among a connection's statements: the claim
+ * from the start of due order that does not probe (no cursor, no half-open lookup).
+ */
+const DUE_CLAIM = `statement LIKE '%FOR UPDATE OF m SKIP LOCKED%'
+  AND statement NOT LIKE '%half_open AS MATERIALIZED%'
+  AND statement NOT LIKE '%cursor AS MATERIALIZED%'
+  AND statement NOT LIKE '%m.key = ANY%'`;
+
 /** How often PostgreSQL planned the prepared claim afresh (custom) or reused one plan (generic). */
 export interface PlanChoice {
   genericPlans: number;
@@ -87,7 +96,7 @@ export interface PlanChoice {
 export async function planChoice(table: BenchTable): Promise<PlanChoice> {
   const { rows } = await table.client.query<{ generic: string; custom: string }>(
     `SELECT generic_plans AS generic, custom_plans AS custom FROM pg_prepared_statements
-     WHERE statement LIKE '%half_open AS MATERIALIZED%'`,
+     WHERE ${DUE_CLAIM}`,
   );
   const row = rows[0];
   return { genericPlans: Number(row?.generic ?? 0), customPlans: Number(row?.custom ?? 0) };
@@ -99,7 +108,7 @@ export async function planChoice(table: BenchTable): Promise<PlanChoice> {
  */
 export async function explainPreparedClaim(table: BenchTable, size: number): Promise<string> {
   const { rows } = await table.client.query<{ name: string }>(
-    `SELECT name FROM pg_prepared_statements WHERE statement LIKE '%half_open AS MATERIALIZED%'`,
+    `SELECT name FROM pg_prepared_statements WHERE ${DUE_CLAIM}`,
   );
   const name = rows[0]?.name;
   if (name === undefined) return '';
