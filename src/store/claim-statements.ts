@@ -7,6 +7,9 @@ import { PARK_SCAN_ROWS } from './destination-statements.js';
 import { CLAIMED_COLUMNS } from './message-columns.js';
 import { countOutcomes } from './outcome-counts.js';
 
+/** A destination's health as destinationHealth reads it: paused (open or half-open). */
+const PAUSED = 2;
+
 /** Claim texts kept per limit; past this many distinct limits, the kept ones are forgotten. */
 const CLAIM_TEXTS_KEPT = 8;
 
@@ -81,29 +84,32 @@ export function claimStatement(
           AND earlier.delivered_at IS NULL))`;
   // Rows a claim may take, in due order: unfinished, due (or their lease passed), of a kind
   // this drain sends, heads of their ordering key; locked, skipping rows another claim holds.
-  const candidates = (where: string, limit: string) => `
-    SELECT m.id, m.kind, m.attempts >= m.max_attempts AS exhausted
-    FROM ${messages} m
+  // Now and the kinds are read from claim_now (below), not as bare parameters. With `health`,
+  // also not of a paused destination (destinationHealth), and `watched`: the row's destination
+  // has failures.
+  const now = '(SELECT now FROM claim_now)';
+  const candidates = (where: string, limit: string, health: boolean) => `
+    SELECT m.id, m.kind, m.destination, m.attempts >= m.max_attempts AS exhausted${
+      health ? ', h.health = 1 AS watched' : ''
+    }
+    FROM ${messages} m${health ? destinationHealth(destinations) : ''}
     WHERE m.delivered_at IS NULL AND m.dead_at IS NULL
-      AND m.due_at <= $1
-      AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= $1))
-      AND m.kind = ANY($5::text[])
+      AND m.due_at <= ${now}
+      AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= ${now}))
+      AND m.kind = ANY((SELECT kinds FROM claim_now)::text[])
       ${where}
-      AND ${orderingHead}
+      AND ${orderingHead}${
+        health
+          ? `
+      AND h.health IS DISTINCT FROM ${PAUSED}`
+          : ''
+      }
     ORDER BY m.due_at, m.id
     LIMIT ${limit}
     FOR UPDATE OF m SKIP LOCKED`;
   // A paused destination's messages wait (docs/destinations.md), open or half-open: the probe
-  // of a half-open one is taken apart (probeStatement). NOT IN over an uncorrelated subquery:
-  // read once per claim from destinations_paused and hashed, so a row costs one hash probe,
-  // and a claim with no destination paused reads one empty index.
-  const dueRows = (where: string, limit: string) =>
-    candidates(
-      `${where}
-      AND (m.destination IS NULL OR m.destination NOT IN (
-        SELECT destination FROM ${destinations} WHERE paused_until IS NOT NULL))`,
-      limit,
-    );
+  // of a half-open one is taken apart (probeStatement).
+  const dueRows = (where: string, limit: string) => candidates(where, limit, true);
   let due: string;
   if (target === 'keys') {
     due = `due AS (${dueRows('AND m.key = ANY($6::uuid[])', '$7')}
@@ -128,13 +134,22 @@ export function claimStatement(
   // for the lookup and the destinations write. The after-commit kick never probes.
   const probing = target !== 'keys' && target.probe === true;
   const probes = probing
-    ? probeStatement(messages, destinations, candidates('AND m.destination = d.destination', '1'))
+    ? probeStatement(
+        messages,
+        destinations,
+        candidates('AND m.destination = d.destination', '1', false),
+      )
     : '';
   const taken = probing
     ? 'SELECT id FROM due UNION ALL SELECT id FROM probe WHERE id IS NOT NULL'
     : 'SELECT id FROM due';
   return `
-  WITH ${due}${probes}
+  WITH claim_now AS MATERIALIZED (SELECT $1::timestamptz AS now, $5::text[] AS kinds,
+    -- Whether any destination has failures or a pause: with none, no claimed row looks its
+    -- destination up. Read from destinations_watched.
+    EXISTS (SELECT 1 FROM ${destinations} WHERE failures > 0 OR paused_until IS NOT NULL)
+      AS watching),
+  ${due}${probes}
   -- Rows whose attempts are spent are set aside below; they are counted here, from due, so the
   -- update's rows go straight to the client.
   counted AS (
@@ -161,17 +176,43 @@ export function claimStatement(
   -- ctid), which the settle reads without an index probe. payload_bytes: the payload's stored
   -- size, which bounds a settle write. due_ms: the due time as epoch milliseconds, a float the driver reads without
   -- parsing a date; the last row's in due order, with its id, is where the next claim's scan
-  -- may start. watched: its destination has failures or a pause (destinations_watched, hashed
-  -- once per claim), so its settle keeps destination health; the others' settles skip it.
+  -- may start. watched: its destination has failures or a pause (a probe's), so its settle
+  -- keeps destination health; the others' settles skip it.
   RETURNING ${CLAIMED_COLUMNS}, m.ctid AS row_id, pg_column_size(m.payload) AS payload_bytes,
     date_part('epoch', m.due_at) * 1000 AS due_ms,
-    m.destination IN (SELECT destination FROM ${destinations}
-      WHERE failures > 0 OR paused_until IS NOT NULL) AS watched${
-        probing
-          ? `,
+    m.destination = ANY(ARRAY(SELECT destination FROM due WHERE watched${
+      probing ? ' UNION SELECT destination FROM probe WHERE id IS NOT NULL' : ''
+    })) AS watched${
+      probing
+        ? `,
     m.id = ANY(ARRAY(SELECT id FROM probe WHERE id IS NOT NULL)) AS probe`
-          : ''
-      }`;
+        : ''
+    }`;
+}
+
+/**
+ * Each candidate row's destination health, `h.health`: 2 paused, 1 failures (not
+ * paused), 0 neither; null when the row has no destination, its destination has no row, or no
+ * destination has failures or a pause at all (claim_now.watching: then no row looks its
+ * destination up, and the happy path pays nothing).
+ *
+ * A LATERAL subquery holding a scalar subquery (OFFSET 0 keeps the planner from folding it into
+ * the row's filter and its select list, which would look each row up twice): a nested loop,
+ * which keeps the scan in due order and stopping at the limit, and which PostgreSQL memoizes by
+ * destination, so a claim of 100 over 4 destinations reads destinations 4 times, and one that
+ * steps over 11,000 rows of 1,000 paused destinations 1,004 times. It replaced a hashed NOT IN
+ * over the paused destinations plus a hashed IN over the watched ones: with 1,000 paused, the
+ * two hashes cost each claim about 0.6 ms, half again a claim with none paused. A scalar
+ * subquery in the filter instead probes once per row stepped over: 27 ms a claim over those
+ * 11,000 (docs/benchmarks.md, scenario 13).
+ */
+function destinationHealth(destinations: string): string {
+  return ` CROSS JOIN LATERAL (
+      SELECT CASE WHEN m.destination IS NOT NULL AND (SELECT watching FROM claim_now) THEN (
+          SELECT CASE WHEN d.paused_until IS NOT NULL THEN ${PAUSED} WHEN d.failures > 0 THEN 1
+            ELSE 0 END
+          FROM ${destinations} d WHERE d.destination = m.destination) END AS health
+      OFFSET 0) h`;
 }
 
 /**
@@ -204,7 +245,7 @@ function probeStatement(messages: string, destinations: string, firstCandidate: 
       updated_at = $1
     FROM half_open h
     WHERE d.destination = h.destination
-    RETURNING h.id, h.kind, h.exhausted
+    RETURNING h.id, h.kind, h.exhausted, h.destination
   ),
   -- Messages of open destinations at the head of due order, moved to their pause's end: those
   -- that came while it was paused, or failed as it opened, or lay past the window the opening
