@@ -67,7 +67,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_STATEMENTS,
-        find: "AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= $1))",
+        find: "AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= ${now}))",
         replace: "AND (m.state = 'pending' OR m.state = 'claimed')",
       },
     ],
@@ -79,7 +79,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_STATEMENTS,
-        find: "AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= $1))",
+        find: "AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= ${now}))",
         replace: "AND (m.state = 'pending')",
       },
     ],
@@ -483,8 +483,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_STATEMENTS,
-        find: 'WHERE paused_until IS NOT NULL))',
-        replace: 'WHERE false))',
+        find: 'WHEN d.paused_until IS NOT NULL THEN ${PAUSED}',
+        replace: 'WHEN false THEN ${PAUSED}',
       },
     ],
     tests: [
@@ -501,14 +501,32 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_STATEMENTS,
-        find: 'WHERE paused_until IS NOT NULL))',
-        replace: 'WHERE paused_until > $1))',
+        find: 'WHEN d.paused_until IS NOT NULL THEN ${PAUSED}',
+        replace: 'WHEN d.paused_until > (SELECT now FROM claim_now) THEN ${PAUSED}',
       },
     ],
     tests: [
       {
         file: DESTINATION_TEST,
         name: 'sends one probe when the pause ends, to only one of two overlapping claims',
+        driver: 'node-pg',
+      },
+    ],
+  },
+  {
+    name: 'enqueue parks nothing for an open pause',
+    row: 33,
+    edits: [
+      {
+        file: 'src/store/statements.ts',
+        find: 'WHERE d.destination = i.destination AND d.paused_until > now()',
+        replace: 'WHERE false',
+      },
+    ],
+    tests: [
+      {
+        file: DESTINATION_TEST,
+        name: 'parks what arrives for a paused destination at enqueue, and what failed as it paused at the next claim that probes',
         driver: 'node-pg',
       },
     ],

@@ -7,8 +7,9 @@
  * - parked: 1,000 destinations paused by their own failures (five each, settled in a drain's
  *   groups of 32), whose waiting messages were ahead of the healthy ones in due order when the
  *   pauses opened, so each pause parked them at its end;
- * - ahead: 1,000 paused, with messages of theirs enqueued after the pauses opened: not parked,
- *   due, and ahead of every healthy message, so each claim passes over all of them;
+ * - ahead: 1,000 paused, with messages of theirs enqueued by a transaction that began before
+ *   the pauses opened (so it did not see them, and parked nothing): due, and ahead of every
+ *   healthy message, so each claim passes over all of them until a probing claim parks them;
  * - both again on a second connection with `plan_cache_mode = force_generic_plan`, which
  *   separates what the claim costs to plan from what it costs to run, and the first with
  *   `force_custom_plan`, where every claim is planned (as over Neon's HTTP driver);
@@ -39,6 +40,7 @@ import {
   backlogShape,
   claimKeys,
   enqueueTo,
+  enqueueUnseeing,
   healthyDestination,
   leaveHalfOpen,
   openBenchTable,
@@ -144,7 +146,7 @@ export const destinationHealthScenario: Scenario = {
         context.progress(`13 destinations: building the "${claimCase}" table`);
         const database = await fresh();
         const table = await open(database);
-        const trip = await buildClaimTable(claimCase, table, sizes);
+        const trip = await buildClaimTable(claimCase, table, database.url, sizes);
         if (trip) collected.trips[claimCase] = trip;
         await context.vacuumAnalyze(database.url, TABLES);
         collected.shapes[claimCase] = await checkedShape(claimCase, table, sizes);
@@ -185,6 +187,7 @@ export const destinationHealthScenario: Scenario = {
 async function buildClaimTable(
   claimCase: Exclude<ClaimCase, `${string} plan`>,
   table: BenchTable,
+  url: string,
   sizes: Sizes,
 ): Promise<BreakerTrip | undefined> {
   const toPaused = (index: number) => pausedDestination(index, sizes.paused);
@@ -203,14 +206,20 @@ async function buildClaimTable(
       return tripBreaker(table, await claimKeys(table, keys));
     }
     case 'ahead': {
-      // The pauses open on an empty backlog; the failed messages come back after their
-      // backoff, then new messages arrive for the paused destinations, then the healthy ones.
+      // The pauses open on an empty backlog while an app's transaction that began before them
+      // enqueues for the paused destinations: it does not see the pauses, so nothing parks
+      // what it writes (an enqueue that sees a pause parks its message at the pause's end).
+      // The failed messages come back after their backoff, then the healthy ones arrive.
       const keys = await enqueueTo(table, failing, toPaused);
-      const trip = await tripBreaker(table, await claimKeys(table, keys));
+      const trip = await enqueueUnseeing(
+        url,
+        async () => tripBreaker(table, await claimKeys(table, keys)),
+        sizes.waiting,
+        toPaused,
+      );
       await new Promise((resolve) =>
         setTimeout(resolve, Math.max(0, trip.retriedBy - Date.now()) + 50),
       );
-      await enqueueTo(table, sizes.waiting, toPaused);
       await enqueueTo(table, sizes.healthy, healthyDestination);
       return trip;
     }
@@ -219,7 +228,7 @@ async function buildClaimTable(
       // after: each parks the open destinations' messages in the first 10,000 rows of due
       // order, so two park the 11,000. They name a kind no message has, so they claim nothing
       // and every healthy message stays due for the timed claims.
-      const trip = await buildClaimTable('ahead', table, sizes);
+      const trip = await buildClaimTable('ahead', table, url, sizes);
       for (let claim = 0; claim < 2; claim++) {
         await table.store.claim({
           ...claimRequest(CLAIM_SIZE),

@@ -106,6 +106,32 @@ export async function enqueueTo(
   return keys;
 }
 
+/**
+ * Runs `meanwhile`, then enqueues `count` messages (as {@link enqueueTo}) in a transaction whose
+ * snapshot was taken before it: REPEATABLE READ, begun first, on a connection of its own. What
+ * `meanwhile` commits (pauses opening) this enqueue does not see, so it parks nothing: the
+ * messages are due at the transaction's start, as from an app whose transaction began before a
+ * pause opened. (Under READ COMMITTED the window is one statement long.)
+ */
+export async function enqueueUnseeing<T>(
+  url: string,
+  meanwhile: () => Promise<T>,
+  count: number,
+  destinationOf: (index: number) => string,
+): Promise<T> {
+  const early = await openBenchTable(url);
+  try {
+    await early.client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+    await early.client.query('SELECT 1');
+    const result = await meanwhile();
+    await enqueueTo(early, count, destinationOf);
+    await early.client.query('COMMIT');
+    return result;
+  } finally {
+    await early.close();
+  }
+}
+
 /** Keys per claim by key: one enqueue statement's worth, so each claim takes one chunk's keys. */
 const KEYS_PER_CLAIM = ENQUEUE_CHUNK;
 

@@ -53,6 +53,7 @@ export function outboxStatements(
 ): OutboxStatements {
   const keepDelivered = options.keepDelivered ?? true;
   const messages = `${quotedSchema}.messages`;
+  const destinations = `${quotedSchema}.destinations`;
   const groups = `${quotedSchema}.delivered_groups`;
   return {
     ...operatorStatements(quotedSchema),
@@ -66,12 +67,23 @@ export function outboxStatements(
      * caller's domain write sees, truncated to milliseconds like every time we write from JS, so
      * keyset cursors (which carry JS Dates) compare exactly. On a dedupe-key conflict the no-op update makes RETURNING yield
      * the existing row's key, so the caller learns which message stands for its request.
+     *
+     * A message for a destination whose pause is open is due at the pause's end at the
+     * earliest (parked, as the pause parked the messages waiting when it opened), so claims do
+     * not step over it at the head of due order while the pause lasts. Its destination is looked
+     * up only when some pause is open (one probe of destinations_paused per statement): the
+     * happy path reads nothing else.
      */
     enqueueMessages: `
       INSERT INTO ${messages} AS m
         (key, kind, payload, ordering_key, dedupe_key, max_attempts, due_at, destination)
       SELECT i.key, i.kind, i.payload::jsonb, i.ordering_key, i.dedupe_key, i.max_attempts,
-        date_trunc('milliseconds', coalesce(i.due_at, now() + i.delay_ms * interval '1 millisecond')),
+        greatest(
+          date_trunc('milliseconds', coalesce(i.due_at, now() + i.delay_ms * interval '1 millisecond')),
+          CASE WHEN i.destination IS NOT NULL
+              AND (SELECT EXISTS (SELECT 1 FROM ${destinations} WHERE paused_until > now()))
+            THEN (SELECT d.paused_until FROM ${destinations} d
+              WHERE d.destination = i.destination AND d.paused_until > now()) END),
         i.destination
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::integer[],
         $7::timestamptz[], $8::bigint[], $9::text[])

@@ -110,23 +110,43 @@ describe.each(DRIVER_NAMES)('destination health, through %s', (driverName) => {
     expect(rows[0].n).toBe(30);
   });
 
-  it('parks what arrives for a paused destination at the next claim that probes, so claims stop stepping over it', async () => {
+  it('parks what arrives for a paused destination at enqueue, and what failed as it paused at the next claim that probes', async () => {
     const w = await world(driver);
     await w.enqueue(DOWN, 5);
     await w.settle(await w.claim(), 'fail');
     const pausedUntil = (await w.destination(DOWN))!.pausedUntil!;
-    await w.enqueue(DOWN, 20);
-    await w.enqueue(UP, 3);
-    w.clock.advance(2_000);
     const parkedAt = `SELECT count(*)::int AS n FROM ${w.schema}.messages
       WHERE destination = $1 AND state = 'pending' AND due_at = $2`;
-    expect((await database.pool.query(parkedAt, [DOWN, pausedUntil])).rows[0].n).toBe(0);
-    // A claim that does not probe leaves them where they are.
+    // Enqueued while the pause is open: due at its end, not ahead of the healthy ones.
+    await w.enqueue(DOWN, 20);
+    await w.enqueue(UP, 3);
+    expect((await database.pool.query(parkedAt, [DOWN, pausedUntil])).rows[0].n).toBe(20);
+    // The five that failed retry with a shorter backoff than the pause: once due, they wait
+    // at the head of due order. A claim that does not probe leaves them there.
+    w.clock.advance(2_000);
     expect(w.payloadsTo(await w.claim(1, false))).toEqual([UP]);
-    expect((await database.pool.query(parkedAt, [DOWN, pausedUntil])).rows[0].n).toBe(0);
+    expect((await database.pool.query(parkedAt, [DOWN, pausedUntil])).rows[0].n).toBe(20);
     expect(w.payloadsTo(await w.claim())).toEqual([UP, UP]);
-    // The five that failed are parked too (retried with a shorter backoff than the pause).
     expect((await database.pool.query(parkedAt, [DOWN, pausedUntil])).rows[0].n).toBe(25);
+  });
+
+  it('parks nothing at enqueue for a destination that is not open, nor after a delay that ends later', async () => {
+    const w = await world(driver);
+    await w.enqueue(DOWN, 5);
+    await w.settle(await w.claim(), 'fail');
+    const pausedUntil = (await w.destination(DOWN))!.pausedUntil!;
+    const [later] = await w.outbox.enqueue(driver.db, [
+      { kind: 'test.kind', payload: { to: DOWN, n: 0 }, delayMs: 3_600_000 },
+    ]);
+    const [healthy] = await w.enqueue(UP, 1);
+    const { rows } = await database.pool.query(
+      `SELECT key, due_at FROM ${w.schema}.messages WHERE key = ANY($1::uuid[])`,
+      [[later, healthy]],
+    );
+    const dueOf = (key: string | undefined) =>
+      (rows.find((row) => row.key === key)!.due_at as Date).getTime();
+    expect(dueOf(later)).toBeGreaterThan(pausedUntil.getTime());
+    expect(dueOf(healthy)).toBeLessThan(pausedUntil.getTime());
   });
 
   it('does not count fewer failures than the threshold, and a delivery resets the count', async () => {
