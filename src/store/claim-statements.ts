@@ -7,7 +7,11 @@ import { PARK_SCAN_ROWS } from './destination-statements.js';
 import { CLAIMED_COLUMNS } from './message-columns.js';
 import { countOutcomes } from './outcome-counts.js';
 
-/** A destination's health as destinationHealth reads it: paused (open or half-open). */
+/**
+ * A destination's health as destinationHealth reads it: failures but not paused, or paused
+ * (open or half-open).
+ */
+const FAILING = 1;
 const PAUSED = 2;
 
 /** Claim texts kept per limit; past this many distinct limits, the kept ones are forgotten. */
@@ -90,7 +94,7 @@ export function claimStatement(
   const now = '(SELECT now FROM claim_now)';
   const candidates = (where: string, limit: string, health: boolean) => `
     SELECT m.id, m.kind, m.destination, m.attempts >= m.max_attempts AS exhausted${
-      health ? ', h.health = 1 AS watched' : ''
+      health ? `, h.health = ${FAILING} AS watched` : ''
     }
     FROM ${messages} m${health ? destinationHealth(destinations) : ''}
     WHERE m.delivered_at IS NULL AND m.dead_at IS NULL
@@ -145,8 +149,8 @@ export function claimStatement(
     : 'SELECT id FROM due';
   return `
   WITH claim_now AS MATERIALIZED (SELECT $1::timestamptz AS now, $5::text[] AS kinds,
-    -- Whether any destination has failures or a pause: with none, no claimed row looks its
-    -- destination up. Read from destinations_watched.
+    -- Whether any destination has failures or a pause: with none, no row the scan meets looks
+    -- its destination up (destinations_watched holds only those rows).
     EXISTS (SELECT 1 FROM ${destinations} WHERE failures > 0 OR paused_until IS NOT NULL)
       AS watching),
   ${due}${probes}
@@ -191,7 +195,7 @@ export function claimStatement(
 }
 
 /**
- * Each candidate row's destination health, `h.health`: 2 paused, 1 failures (not
+ * Each candidate row's destination health, `h.health`: PAUSED, FAILING (failures, not
  * paused), 0 neither; null when the row has no destination, its destination has no row, or no
  * destination has failures or a pause at all (claim_now.watching: then no row looks its
  * destination up, and the happy path pays nothing).
@@ -209,8 +213,8 @@ export function claimStatement(
 function destinationHealth(destinations: string): string {
   return ` CROSS JOIN LATERAL (
       SELECT CASE WHEN m.destination IS NOT NULL AND (SELECT watching FROM claim_now) THEN (
-          SELECT CASE WHEN d.paused_until IS NOT NULL THEN ${PAUSED} WHEN d.failures > 0 THEN 1
-            ELSE 0 END
+          SELECT CASE WHEN d.paused_until IS NOT NULL THEN ${PAUSED}
+            WHEN d.failures > 0 THEN ${FAILING} ELSE 0 END
           FROM ${destinations} d WHERE d.destination = m.destination) END AS health
       OFFSET 0) h`;
 }
@@ -248,9 +252,10 @@ function probeStatement(messages: string, destinations: string, firstCandidate: 
     RETURNING h.id, h.kind, h.exhausted, h.destination
   ),
   -- Messages of open destinations at the head of due order, moved to their pause's end: those
-  -- that came while it was paused, or failed as it opened, or lay past the window the opening
-  -- settle parked (destination-statements.ts). Until then every claim steps over them; this
-  -- way at most a probe interval. Only when a destination is open (the one-time filter), in
+  -- enqueued by a transaction that did not see the pause (enqueue parks the rest), or that
+  -- failed as it opened, or lay past the window the opening settle parked
+  -- (destination-statements.ts). Until then every claim steps over them; this way at most a
+  -- probe interval. Only when a destination is open (the one-time filter), in
   -- the first PARK_SCAN_ROWS of due order, rows another claim holds skipped. Disjoint from
   -- due (which passes over paused destinations) and from probes (half-open, not open).
   parked AS (
