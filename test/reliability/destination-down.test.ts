@@ -5,7 +5,7 @@
  * all ten healthy. Run B: the tenth answers 503 with Retry-After, then 500, then refuses
  * connections (nothing listens on its port), then listens again on the same port and accepts.
  *
- * Checked: the healthy nine deliver at least 90% as fast in B as in A (medians over five runs
+ * Checked: the healthy nine deliver at least 90% as fast in B as in A (medians over three runs
  * of each, from the receivers' arrival times); while the tenth is paused it gets at most one
  * probe per pause window beyond the sends already out when the pause began
  * (support/pause-windows.ts); every message of every receiver is delivered exactly once, the
@@ -44,13 +44,11 @@ const database = useTestDatabase();
 const RECEIVERS = 10;
 const MESSAGES_PER_RECEIVER = 1_000;
 /**
- * Wall time on 2 shared cores drifts (JIT warm-up, whatever else runs), so runs alternate
- * A B B A A B B A A B, neither kind always first, after an unmeasured warm-up run, and the
- * rates compared are each kind's median. Five of each: with three, single runs of one kind
- * spread from 1,327 to 1,681 msg/s, and one median in six runs of the scenario fell under the
- * bound with the ratio near 1.0 in the others.
+ * Runs alternate A B B A A B, neither kind always first, after an unmeasured warm-up run, and
+ * the rates compared are each kind's median. The rate is set by the receivers' latency, not by
+ * the cores (see CONCURRENCY), so single runs of one kind spread by about 3%.
  */
-const RUN_ORDER = ['a1', 'b1', 'b2', 'a2', 'a3', 'b3', 'b4', 'a4', 'a5', 'b5'] as const;
+const RUN_ORDER = ['a1', 'b1', 'b2', 'a2', 'a3', 'b3'] as const;
 const WARM_UP_PER_RECEIVER = 200;
 /** A wave is one enqueue: 100 messages per receiver, the 1,000 one call takes. */
 const PER_RECEIVER_PER_WAVE = MAX_MESSAGES_PER_ENQUEUE / RECEIVERS;
@@ -58,19 +56,22 @@ const PER_RECEIVER_PER_WAVE = MAX_MESSAGES_PER_ENQUEUE / RECEIVERS;
 const WAVES_BEFORE_DRAINS = 2;
 /**
  * The app writes its next wave when fewer of the nine's messages than this wait: enough for
- * about half a second of sends, so the drains never run dry, and few enough that each wave lands
+ * about a second of sends, so the drains never run dry, and few enough that each wave lands
  * near the head of due order. A paused destination's fresh messages are then where claims look,
  * and every claim must pass over them; a backlog written all at once would keep them behind
  * thousands of others, and the pause's parking alone would hold them back.
  */
-const NEXT_WAVE_BELOW = 600;
+const NEXT_WAVE_BELOW = 300;
 const DRAINS = 2;
 /**
- * Per drain: 2 x 16 sends in flight keep the test process's one JavaScript thread (which runs
- * the sender, the drains and the receivers) busy, so sending sets the rate, not PostgreSQL
+ * Sends in flight per drain. 2 x 8 sends to receivers that take 40 ms on average allow about
+ * 400 a second, and the test process (sender, drains, receivers) and PostgreSQL use about half
+ * of two cores at that: the receivers set the rate, as they do for a drain in production. With
+ * 2 x 16 sends the rate was the cores', so it measured the outage's extra PostgreSQL CPU
+ * competing with the test process for them, and moved with whatever else ran
  * (docs/reliability.md, "One destination down").
  */
-const CONCURRENCY = 16;
+const CONCURRENCY = 8;
 const BATCH_SIZE = 100;
 /**
  * The default breaker threshold, with pauses cut from 30 s (doubling to 10 min) to 100 ms
@@ -78,6 +79,8 @@ const BATCH_SIZE = 100;
  * is probed within 400 ms.
  */
 const HEALTH = { failuresToPause: 5, pauseMs: 100, maxPauseMs: 400 };
+/** Retries cut likewise (default: 1 s doubling to 15 min), so no run ends waiting on one. */
+const BACKOFF = { baseMs: 100, capMs: 1_000 };
 /** The broken receiver's 503s ask for a second, as a load balancer draining a backend does. */
 const RETRY_AFTER_SECONDS = 1;
 /**
@@ -95,8 +98,8 @@ const MIN_RATE_RATIO = 0.9;
 const RECEIVER_KEEP_ALIVE_MS = 5_000;
 
 const random = seededRandom(28);
-/** Receivers answer in 5 to 20 ms, a small service behind a load balancer. */
-const latencyMs = () => 5 + random() * 15;
+/** Receivers answer in 20 to 60 ms, a service in another region. */
+const latencyMs = () => 20 + random() * 40;
 let receivers: DeliveryLedger[];
 const senderConfig = () => ({
   secret: generateWebhookSecret(),
@@ -189,6 +192,7 @@ async function run(name: string, broken: boolean, perReceiver = MESSAGES_PER_REC
     sendTimeoutMs: 2_000,
     roundTripReserveMs: 500,
     destinationHealth: HEALTH,
+    backoff: BACKOFF,
     onDestinationChange: (change) => {
       announced.push(change);
     },
@@ -354,7 +358,7 @@ describe('one destination down among ten', () => {
     const rates = (list: RunFigures[]) =>
       list.map((figures) => Math.round(figures.ninePerSecond)).join(', ');
     recordScenario('destination-down', {
-      scenario: `one destination down: 10 webhook receivers x ${MESSAGES_PER_RECEIVER} (5-20 ms), the tenth 503 (Retry-After), 500, refusing, back; ${DRAINS} overlapping drainOnce loops`,
+      scenario: `one destination down: 10 webhook receivers x ${MESSAGES_PER_RECEIVER} (20-60 ms), the tenth 503 (Retry-After), 500, refusing, back; ${DRAINS} overlapping drainOnce loops, ${CONCURRENCY} sends each`,
       runs: sum(runs.map((figures) => figures.drains)),
       messages: sum(runs.map((figures) => figures.messages)),
       faults: answered(503) + answered(500) + refused,
