@@ -4,7 +4,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   isPermanentDeliveryError,
   isRetryableDeliveryError,
@@ -294,6 +294,25 @@ describe('webhookSender', () => {
       await send(webhookMessage({ endpointId: 'ep_1' }), openSignal());
       expect(seen).toEqual(['ep_1']);
       expect(verifiedIds).toHaveLength(1);
+    });
+
+    it('imports each secret once per sender, and signs with a rotated secret from its first message', async () => {
+      let current = secret;
+      const send = sender({ secret: undefined, secretFor: () => current });
+      const imports = vi.spyOn(crypto.subtle, 'importKey');
+      try {
+        for (let n = 0; n < 3; n++) await send(webhookMessage(), openSignal());
+        expect(imports).toHaveBeenCalledTimes(1);
+        current = generateWebhookSecret();
+        const message = webhookMessage();
+        await send(message, openSignal());
+        expect(imports).toHaveBeenCalledTimes(2);
+        const { headers, body } = lastRequest();
+        expect(() => new Webhook(current).verify(body, headers)).not.toThrow();
+        expect(() => new Webhook(secret).verify(body, headers)).toThrow();
+      } finally {
+        imports.mockRestore();
+      }
     });
 
     it('dead-letters without a request when secretFor finds no secret', async () => {

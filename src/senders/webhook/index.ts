@@ -32,6 +32,8 @@ export {
   signWebhook,
   WEBHOOK_SECRET_PREFIX,
   type WebhookSignatureHeaders,
+  type WebhookSigner,
+  webhookSigner,
 } from './webhook-signature.js';
 export {
   checkWebhookUrl,

@@ -17,7 +17,7 @@ import {
 } from './destination-policy.js';
 import { retryAfterMs } from './retry-after.js';
 import { type ParsedWebhook, parseWebhookPayload, type WebhookPayload } from './webhook-payload.js';
-import { decodeWebhookSecret, signWebhook } from './webhook-signature.js';
+import { decodeWebhookSecret, keptSigners } from './webhook-signature.js';
 
 /**
  * Finds the signing secret for one message, e.g. by `payload.endpointId` in your endpoints table.
@@ -129,6 +129,7 @@ export function webhookSender(config: WebhookSenderConfig): Sender {
   const send = connectingFetch(config);
   const clock = config.clock ?? systemClock;
   const userAgent = config.userAgent ?? DEFAULT_WEBHOOK_USER_AGENT;
+  const signerFor = keptSigners();
 
   return async (message, signal, context) => {
     let webhook: ParsedWebhook;
@@ -150,7 +151,7 @@ export function webhookSender(config: WebhookSenderConfig): Sender {
         ? payload.body
         : { type: payload.event, timestamp: message.createdAt.toISOString(), data: payload.body },
     );
-    const signature = await signWebhook({ secret, id: message.key, timestamp: clock.now(), body });
+    const signature = await signerFor(secret)({ id: message.key, timestamp: clock.now(), body });
 
     let response: Response;
     try {
