@@ -5,7 +5,7 @@
  * all ten healthy. Run B: the tenth answers 503 with Retry-After, then 500, then refuses
  * connections (nothing listens on its port), then listens again on the same port and accepts.
  *
- * Checked: the healthy nine deliver at least 90% as fast in B as in A (medians over three runs
+ * Checked: the healthy nine deliver at least 90% as fast in B as in A (medians over four runs
  * of each, from the receivers' arrival times); while the tenth is paused it gets at most one
  * probe per pause window beyond the sends already out when the pause began
  * (support/pause-windows.ts); every message of every receiver is delivered exactly once, the
@@ -44,11 +44,13 @@ const database = useTestDatabase();
 const RECEIVERS = 10;
 const MESSAGES_PER_RECEIVER = 1_000;
 /**
- * Runs alternate A B B A A B, neither kind always first, after an unmeasured warm-up run, and
- * the rates compared are each kind's median. The rate is set by the receivers' latency, not by
- * the cores (see CONCURRENCY), so single runs of one kind spread by about 3%.
+ * Runs alternate A B B A A B B A, neither kind always first, after an unmeasured warm-up run
+ * with the tenth down (so B's code paths are compiled before either kind is timed), and the
+ * rates compared are each kind's median. The rate is set by the receivers' latency, not by the
+ * cores (see CONCURRENCY): single runs of one kind spread by 3% alone and by up to 16% in the
+ * full suite (A 278, 287, 295; B 251, 270, 293), the lowest the first B after a healthy warm-up.
  */
-const RUN_ORDER = ['a1', 'b1', 'b2', 'a2', 'a3', 'b3'] as const;
+const RUN_ORDER = ['a1', 'b1', 'b2', 'a2', 'a3', 'b3', 'b4', 'a4'] as const;
 const WARM_UP_PER_RECEIVER = 200;
 /** A wave is one enqueue: 100 messages per receiver, the 1,000 one call takes. */
 const PER_RECEIVER_PER_WAVE = MAX_MESSAGES_PER_ENQUEUE / RECEIVERS;
@@ -92,6 +94,8 @@ const PHASE_AT = { http500: 0.2, refusing: 0.45, recovered: 0.7 };
 /** A drain loop's wait after a drain that found nothing due: a Node schedule's tick. */
 const IDLE_MS = 20;
 const RUN_TIMEOUT_MS = 90_000;
+/** Nine runs of about 30 s (the warm-up shorter): more than the suite's 240 s per test. */
+const SCENARIO_TIMEOUT_MS = 480_000;
 /** Acceptance (issue 28): the healthy nine within 10% of their rate with all ten healthy. */
 const MIN_RATE_RATIO = 0.9;
 /** Node's own default: its clients (undici) reuse connections, as behind a load balancer. */
@@ -321,7 +325,7 @@ const median = (values: readonly number[]) => {
 
 describe('one destination down among ten', () => {
   it('keeps the healthy nine within 10% of their rate, probes the tenth once per pause, delivers all once', async () => {
-    const warmUp = await run('warm_up', false, WARM_UP_PER_RECEIVER);
+    const warmUp = await run('warm_up', true, WARM_UP_PER_RECEIVER);
     const runs: RunFigures[] = [warmUp];
     for (const name of RUN_ORDER) runs.push(await run(name, name.startsWith('b')));
     for (const figures of runs) {
@@ -330,7 +334,7 @@ describe('one destination down among ten', () => {
       expect(figures.accounting.rolledBackSent, figures.name).toEqual([]);
     }
     const healthy = runs.filter((figures) => figures.name.startsWith('a'));
-    const down = runs.filter((figures) => figures.broken !== undefined);
+    const down = runs.filter((figures) => figures.name.startsWith('b'));
     for (const { broken } of down) {
       const { windows } = broken!;
       for (const window of windows) {
@@ -369,5 +373,5 @@ describe('one destination down among ten', () => {
       duplicatesAllowed: '',
     });
     expect(rateB).toBeGreaterThanOrEqual(MIN_RATE_RATIO * rateA);
-  });
+  }, SCENARIO_TIMEOUT_MS);
 });
