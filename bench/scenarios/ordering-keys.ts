@@ -3,20 +3,33 @@
  * queue), so each key's messages go out one at a time, in order. With many keys and a few
  * messages each, a claim finds a batch of heads near the start of the due order; with a few
  * keys and long backlogs each, every claim looks past the messages held back behind their
- * key's head, and the drain delivers at most one message per key per claim.
+ * key's head, and the drain delivers at most one message per key per claim. Issue 29's
+ * acceptance reads its rows: rates beside graphile-worker's, and the last row's ratio.
  */
 import { scaled } from '../lib/config.js';
+import { measurement, median } from '../lib/stats.js';
 import { rotated } from '../lib/order.js';
 import { noopSend } from '../lib/receiver.js';
 import { SYSTEMS } from '../systems/index.js';
-import { ORDERING_SYSTEMS } from '../systems/types.js';
+import { ORDERING_SYSTEMS, type SystemId } from '../systems/types.js';
 import { DrainCosts } from './drain-costs.js';
 import { measureDrain } from './harness.js';
 import { THROUGHPUT_BATCH, THROUGHPUT_CONCURRENCY } from './no-op-drain.js';
 import type { ResultRow, Scenario } from './types.js';
 
-/** Keys per case: a few messages per key, then long backlogs per key. */
-const KEY_COUNTS = [1000, 10] as const;
+/**
+ * Issue 29's cases: a few messages per key, long backlogs per key, one key, and a backlog ten
+ * times deeper over the same ten keys, whose server CPU per message beside the 5,000's says
+ * whether draining a backlog costs in proportion to it (1.0) or to its square (about 10).
+ */
+const CASES = [
+  { keys: 1000, messages: 5000 },
+  { keys: 10, messages: 5000 },
+  { keys: 1, messages: 5000 },
+  { keys: 10, messages: 50_000 },
+] as const;
+/** Which case's server CPU is compared with which: same keys, ten times the backlog. */
+const DEEP = { shallow: 1, deep: 3 } as const;
 /** A drain that needs longer is rated on what it delivered by then. */
 const TIME_LIMIT_MS = 30_000;
 
@@ -30,12 +43,13 @@ export const orderingKeysScenario: Scenario = {
   aliases: ['ordering'],
   title: 'Ordering keys: a no-op drain of messages that go out one at a time per key',
   async run(context) {
-    const messages = scaled(context.config, 5000, 1000);
     const { runs } = context.config;
     const rows: ResultRow[] = [];
     const notes: string[] = [];
+    const serverCpu: Partial<Record<SystemId, readonly number[]>>[] = [];
     for (const id of ORDERING_SYSTEMS) await context.warmUp(SYSTEMS[id]);
-    for (const keys of KEY_COUNTS) {
+    for (const { keys, messages: unscaled } of CASES) {
+      const messages = scaled(context.config, unscaled, unscaled / 5);
       const costs = new DrainCosts();
       for (let run = 1; run <= runs; run++) {
         for (const id of rotated(ORDERING_SYSTEMS, run)) {
@@ -53,12 +67,13 @@ export const orderingKeysScenario: Scenario = {
           });
           if (result.cutOff) {
             notes.push(
-              `11: ${system.label}, ${keys} keys, run ${run}: cut off at ${TIME_LIMIT_MS / 1000} s with ${result.delivered} of ${messages} delivered; rated on those`,
+              `11: ${system.label}, ${messages} over ${keys} keys, run ${run}: cut off at ${TIME_LIMIT_MS / 1000} s with ${result.delivered} delivered; rated on those`,
             );
           }
           costs.add(id, result);
         }
       }
+      serverCpu.push(Object.fromEntries(costs.cpu.entries()));
       const perKey = Math.round(messages / keys).toLocaleString('en-US');
       rows.push(
         ...costs.rows(
@@ -68,6 +83,22 @@ export const orderingKeysScenario: Scenario = {
         ),
       );
     }
+    const ratios: ResultRow['values'] = {};
+    for (const id of ORDERING_SYSTEMS) {
+      const shallow = serverCpu[DEEP.shallow]?.[id];
+      const deep = serverCpu[DEEP.deep]?.[id];
+      if (!shallow?.length || !deep?.length) continue;
+      ratios[id] = measurement([median(deep) / median(shallow)]);
+    }
+    const { keys, messages: deep } = CASES[DEEP.deep];
+    rows.push({
+      scenario: '11',
+      label: `server CPU per message, ${deep.toLocaleString('en-US')} over ${keys} keys / ${CASES[DEEP.shallow].messages.toLocaleString('en-US')} over ${keys} (1 = linear)`,
+      unit: 'x',
+      better: 'lower',
+      values: ratios,
+      absent: NO_ORDERING,
+    });
     return { rows, notes };
   },
 };
