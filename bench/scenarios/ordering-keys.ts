@@ -7,9 +7,9 @@
  * acceptance reads its rows: rates beside graphile-worker's, and the last row's ratio.
  */
 import { scaled } from '../lib/config.js';
-import { measurement, median } from '../lib/stats.js';
 import { rotated } from '../lib/order.js';
 import { noopSend } from '../lib/receiver.js';
+import { measurement, median } from '../lib/stats.js';
 import { SYSTEMS } from '../systems/index.js';
 import { ORDERING_SYSTEMS, type SystemId } from '../systems/types.js';
 import { DrainCosts } from './drain-costs.js';

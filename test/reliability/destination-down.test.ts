@@ -324,54 +324,58 @@ const median = (values: readonly number[]) => {
 };
 
 describe('one destination down among ten', () => {
-  it('keeps the healthy nine within 10% of their rate, probes the tenth once per pause, delivers all once', async () => {
-    const warmUp = await run('warm_up', true, WARM_UP_PER_RECEIVER);
-    const runs: RunFigures[] = [warmUp];
-    for (const name of RUN_ORDER) runs.push(await run(name, name.startsWith('b')));
-    for (const figures of runs) {
-      expect(figures.accounting.lost, figures.name).toEqual([]);
-      expect(figures.accounting.extraDeliveries, figures.name).toBe(0);
-      expect(figures.accounting.rolledBackSent, figures.name).toEqual([]);
-    }
-    const healthy = runs.filter((figures) => figures.name.startsWith('a'));
-    const down = runs.filter((figures) => figures.name.startsWith('b'));
-    for (const { broken } of down) {
-      const { windows } = broken!;
-      for (const window of windows) {
-        // Nothing of the tenth is claimed while a pause is open; after it ends, one probe.
-        expect(window.claims.length, JSON.stringify(window)).toBeLessThanOrEqual(1);
-        for (const claim of window.claims) {
-          expect(claim.now).toBeGreaterThanOrEqual(window.pausedUntil);
-        }
-        expect(window.contactsBeyondInFlight, JSON.stringify(window)).toBeLessThanOrEqual(1);
+  it(
+    'keeps the healthy nine within 10% of their rate, probes the tenth once per pause, delivers all once',
+    async () => {
+      const warmUp = await run('warm_up', true, WARM_UP_PER_RECEIVER);
+      const runs: RunFigures[] = [warmUp];
+      for (const name of RUN_ORDER) runs.push(await run(name, name.startsWith('b')));
+      for (const figures of runs) {
+        expect(figures.accounting.lost, figures.name).toEqual([]);
+        expect(figures.accounting.extraDeliveries, figures.name).toBe(0);
+        expect(figures.accounting.rolledBackSent, figures.name).toEqual([]);
       }
-      // Every fault happened: a pause asked for, a breaker's, connections refused.
-      expect(windows.some((window) => window.pausedBy === 'retry-after')).toBe(true);
-      expect(windows.some((window) => window.pausedBy === 'breaker')).toBe(true);
-      expect(broken!.refused).toBeGreaterThan(0);
-      expect(windows.filter((window) => window.claims.length === 1).length).toBeGreaterThan(2);
-    }
-    const rateA = median(healthy.map((figures) => figures.ninePerSecond));
-    const rateB = median(down.map((figures) => figures.ninePerSecond));
+      const healthy = runs.filter((figures) => figures.name.startsWith('a'));
+      const down = runs.filter((figures) => figures.name.startsWith('b'));
+      for (const { broken } of down) {
+        const { windows } = broken!;
+        for (const window of windows) {
+          // Nothing of the tenth is claimed while a pause is open; after it ends, one probe.
+          expect(window.claims.length, JSON.stringify(window)).toBeLessThanOrEqual(1);
+          for (const claim of window.claims) {
+            expect(claim.now).toBeGreaterThanOrEqual(window.pausedUntil);
+          }
+          expect(window.contactsBeyondInFlight, JSON.stringify(window)).toBeLessThanOrEqual(1);
+        }
+        // Every fault happened: a pause asked for, a breaker's, connections refused.
+        expect(windows.some((window) => window.pausedBy === 'retry-after')).toBe(true);
+        expect(windows.some((window) => window.pausedBy === 'breaker')).toBe(true);
+        expect(broken!.refused).toBeGreaterThan(0);
+        expect(windows.filter((window) => window.claims.length === 1).length).toBeGreaterThan(2);
+      }
+      const rateA = median(healthy.map((figures) => figures.ninePerSecond));
+      const rateB = median(down.map((figures) => figures.ninePerSecond));
 
-    const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
-    const brokenFigures = down.map(({ broken }) => broken!);
-    const windows = brokenFigures.flatMap((broken) => broken.windows);
-    const answered = (status: number) => sum(brokenFigures.map((b) => b.answered[status] ?? 0));
-    const refused = sum(brokenFigures.map((broken) => broken.refused));
-    const rates = (list: RunFigures[]) =>
-      list.map((figures) => Math.round(figures.ninePerSecond)).join(', ');
-    recordScenario('destination-down', {
-      scenario: `one destination down: 10 webhook receivers x ${MESSAGES_PER_RECEIVER} (20-60 ms), the tenth 503 (Retry-After), 500, refusing, back; ${DRAINS} overlapping drainOnce loops, ${CONCURRENCY} sends each`,
-      runs: sum(runs.map((figures) => figures.drains)),
-      messages: sum(runs.map((figures) => figures.messages)),
-      faults: answered(503) + answered(500) + refused,
-      injected: `${answered(503)} 503s, ${answered(500)} 500s, ${refused} connections refused over ${down.length} outages; healthy nine ${Math.round(rateB)} msg/s with the tenth down vs ${Math.round(rateA)} all healthy (x${(rateB / rateA).toFixed(2)}; medians of runs in order ${RUN_ORDER.join(' ')}: A ${rates(healthy)}, B ${rates(down)}); ${windows.length} pauses, ${sum(windows.map((w) => w.claims.length))} probes, at most ${Math.max(...windows.map((w) => w.contactsBeyondInFlight))} per pause beyond at most ${Math.max(...windows.map((w) => w.inFlight))} sends in flight`,
-      lost: sum(runs.map((figures) => figures.accounting.lost.length)),
-      duplicated: sum(runs.map((figures) => figures.accounting.extraDeliveries)),
-      rolledBackSent: sum(runs.map((figures) => figures.accounting.rolledBackSent.length)),
-      duplicatesAllowed: '',
-    });
-    expect(rateB).toBeGreaterThanOrEqual(MIN_RATE_RATIO * rateA);
-  }, SCENARIO_TIMEOUT_MS);
+      const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
+      const brokenFigures = down.map(({ broken }) => broken!);
+      const windows = brokenFigures.flatMap((broken) => broken.windows);
+      const answered = (status: number) => sum(brokenFigures.map((b) => b.answered[status] ?? 0));
+      const refused = sum(brokenFigures.map((broken) => broken.refused));
+      const rates = (list: RunFigures[]) =>
+        list.map((figures) => Math.round(figures.ninePerSecond)).join(', ');
+      recordScenario('destination-down', {
+        scenario: `one destination down: 10 webhook receivers x ${MESSAGES_PER_RECEIVER} (20-60 ms), the tenth 503 (Retry-After), 500, refusing, back; ${DRAINS} overlapping drainOnce loops, ${CONCURRENCY} sends each`,
+        runs: sum(runs.map((figures) => figures.drains)),
+        messages: sum(runs.map((figures) => figures.messages)),
+        faults: answered(503) + answered(500) + refused,
+        injected: `${answered(503)} 503s, ${answered(500)} 500s, ${refused} connections refused over ${down.length} outages; healthy nine ${Math.round(rateB)} msg/s with the tenth down vs ${Math.round(rateA)} all healthy (x${(rateB / rateA).toFixed(2)}; medians of runs in order ${RUN_ORDER.join(' ')}: A ${rates(healthy)}, B ${rates(down)}); ${windows.length} pauses, ${sum(windows.map((w) => w.claims.length))} probes, at most ${Math.max(...windows.map((w) => w.contactsBeyondInFlight))} per pause beyond at most ${Math.max(...windows.map((w) => w.inFlight))} sends in flight`,
+        lost: sum(runs.map((figures) => figures.accounting.lost.length)),
+        duplicated: sum(runs.map((figures) => figures.accounting.extraDeliveries)),
+        rolledBackSent: sum(runs.map((figures) => figures.accounting.rolledBackSent.length)),
+        duplicatesAllowed: '',
+      });
+      expect(rateB).toBeGreaterThanOrEqual(MIN_RATE_RATIO * rateA);
+    },
+    SCENARIO_TIMEOUT_MS,
+  );
 });
