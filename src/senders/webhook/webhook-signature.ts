@@ -106,8 +106,9 @@ const SIGNERS_KEPT = 256;
 
 /**
  * Each secret's signer, its key imported once (a webhook drain's profile once showed a seventh
- * of its JavaScript time in WebCrypto, importing the key again for every message). One per webhook sender, not per module, so
- * a secret lives no longer than the sender that was given it; a rotated secret is a new entry.
+ * of its JavaScript time in WebCrypto, importing the key again for every message). One per
+ * webhook sender, not per module, so a secret lives no longer than the sender that was given
+ * it; a rotated secret is a new entry.
  */
 export function keptSigners(): (secret: string) => WebhookSigner {
   const kept = new Map<string, WebhookSigner>();
