@@ -16,6 +16,11 @@ const REFUSALS_TEST_FILE = 'test/store/settle-refusals.test.ts';
 
 /** A drain test in test/store/claim-cursor.test.ts (node-pg only, so no driver to pick). */
 const cursorTest = (name: string): NamedTest => ({ file: 'test/store/claim-cursor.test.ts', name });
+const runsDrainTest = (name: string): NamedTest => ({
+  file: 'test/store/ordering-runs.test.ts',
+  name,
+  driver: 'node-pg',
+});
 
 export const RUNTIME_MUTATIONS: readonly Mutation[] = [
   {
@@ -61,11 +66,43 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: DRAIN,
-        find: "  if (room < settings.sendTimeoutMs) return 'deadline';\n",
+        find: "  if (run.timeLeftMs() - reserve < settings.sendTimeoutMs) return 'deadline';\n",
+        replace: '',
+      },
+      {
+        file: DRAIN,
+        find: "  if (next.lease.endsAt - now - reserve < settings.sendTimeoutMs) return 'lease';\n",
         replace: '',
       },
     ],
     tests: [DEADLINE_TEST],
+  },
+  {
+    name: "send a run's follower before the one ahead of it is done",
+    row: 11,
+    edits: [{ file: DRAIN, find: '  if (next.behind) {\n', replace: '  if (false) {\n' }],
+    tests: [
+      runsDrainTest(
+        'sends a run in order in one lane at a time, and after a failure sends nothing behind it',
+      ),
+      drainTest('delivers each ordering key in enqueue order while sends fail at random'),
+    ],
+  },
+  {
+    name: "send a run's follower after the one ahead of it failed",
+    row: 11,
+    edits: [
+      {
+        file: DRAIN,
+        find: "const why = delivered ? reasonNotToSend(next, run) : 'behind';",
+        replace: 'const why = reasonNotToSend(next, run);',
+      },
+    ],
+    tests: [
+      runsDrainTest(
+        'sends a run in order in one lane at a time, and after a failure sends nothing behind it',
+      ),
+    ],
   },
   {
     name: 'wait for a sender that ignores its AbortSignal',

@@ -13,6 +13,7 @@ import {
 const STATEMENTS = 'src/store/statements.ts';
 const SETTLE_STATEMENT = 'src/store/settle-statement.ts';
 const CLAIM_STATEMENTS = 'src/store/claim-statements.ts';
+const CLAIM_WALK = 'src/store/claim-walk.ts';
 const OPERATOR_STATEMENTS = 'src/store/operator-statements.ts';
 const REPLAY_STATEMENTS = 'src/store/replay-statements.ts';
 const REPLAY_ORDER_TEST = 'test/store/replay-order.test.ts';
@@ -22,6 +23,11 @@ const SKIP_LOCKED_TEST: NamedTest = {
   name: 'a drain delivers the other due rows at once while another transaction holds one',
   driver: 'node-pg',
 };
+
+/** A test of test/store/ordering-runs.test.ts's claim (node-pg only). */
+function runsTest(name: string): NamedTest {
+  return { file: 'test/store/ordering-runs.test.ts', name, driver: 'node-pg' };
+}
 
 export const SQL_MUTATIONS: readonly Mutation[] = [
   {
@@ -46,14 +52,34 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     name: 'drop SKIP LOCKED',
     row: 4,
     edits: [
-      { file: CLAIM_STATEMENTS, find: 'FOR UPDATE OF m SKIP LOCKED', replace: 'FOR UPDATE OF m' },
+      {
+        file: CLAIM_STATEMENTS,
+        find: 'LIMIT ${limit}\n    FOR UPDATE OF m SKIP LOCKED',
+        replace: 'LIMIT ${limit}\n    FOR UPDATE OF m',
+      },
+      {
+        file: CLAIM_STATEMENTS,
+        find: 'FOR UPDATE OF m SKIP LOCKED`,\n      },',
+        replace: 'FOR UPDATE OF m`,\n      },',
+      },
     ],
     tests: [SKIP_LOCKED_TEST],
   },
   {
     name: 'drop FOR UPDATE',
     row: 4,
-    edits: [{ file: CLAIM_STATEMENTS, find: 'FOR UPDATE OF m SKIP LOCKED', replace: '' }],
+    edits: [
+      {
+        file: CLAIM_STATEMENTS,
+        find: 'LIMIT ${limit}\n    FOR UPDATE OF m SKIP LOCKED',
+        replace: 'LIMIT ${limit}',
+      },
+      {
+        file: CLAIM_STATEMENTS,
+        find: 'FOR UPDATE OF m SKIP LOCKED`,\n      },',
+        replace: '`,\n      },',
+      },
+    ],
     tests: [
       drainTest('8 overlapping drains over 10,000 messages send every key exactly once'),
       // Deterministic where the overlap above is a (near-certain) race: without the row lock in
@@ -67,8 +93,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_STATEMENTS,
-        find: "AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= ${now}))",
-        replace: "AND (m.state = 'pending' OR m.state = 'claimed')",
+        find: "AND (${a}.state = 'pending' OR (${a}.state = 'claimed' AND ${a}.lease_expires_at <= ${now}))",
+        replace: "AND (${a}.state = 'pending' OR ${a}.state = 'claimed')",
       },
     ],
     tests: [CLAIM_CRASH_TEST],
@@ -79,8 +105,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_STATEMENTS,
-        find: "AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= ${now}))",
-        replace: "AND (m.state = 'pending')",
+        find: "AND (${a}.state = 'pending' OR (${a}.state = 'claimed' AND ${a}.lease_expires_at <= ${now}))",
+        replace: "AND (${a}.state = 'pending')",
       },
     ],
     tests: [CLAIM_CRASH_TEST],
@@ -149,7 +175,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     tests: [DEADLINE_TEST],
   },
   {
-    name: 'drop the ordering-key head check',
+    name: "drop the kick's ordering-key head check",
     row: 11,
     edits: [
       {
@@ -158,7 +184,72 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
         replace: '`(m.ordering_key IS NULL OR true OR NOT EXISTS (',
       },
     ],
-    tests: [drainTest('delivers each ordering key in enqueue order while sends fail at random')],
+    tests: [
+      {
+        file: 'test/store/drain.test.ts',
+        name: 'delivers a whole ordering key in one drain, each message once its head is recorded',
+        driver: 'node-pg',
+      },
+    ],
+  },
+  {
+    name: 'a run takes followers that may not be claimed',
+    row: 11,
+    edits: [
+      {
+        file: CLAIM_WALK,
+        find: "bool_and(${claimable('f')}) OVER (ORDER BY f.id) AS open",
+        replace: 'true AS open',
+      },
+    ],
+    tests: [
+      drainTest('delivers each ordering key in enqueue order while sends fail at random'),
+      runsTest(
+        'ends a run before a row not yet due, of a kind it has no sender for, or whose attempts are spent',
+      ),
+    ],
+  },
+  {
+    name: 'a run goes on past a row whose attempts are spent',
+    row: 11,
+    edits: [{ file: CLAIM_WALK, find: 'WHERE f.open AND f.unspent', replace: 'WHERE f.open' }],
+    tests: [
+      runsTest(
+        'ends a run before a row not yet due, of a kind it has no sender for, or whose attempts are spent',
+      ),
+    ],
+  },
+  {
+    name: "a run's followers are kept without its head locked",
+    row: 11,
+    edits: [
+      {
+        file: CLAIM_WALK,
+        find: 'WHERE r.locked_through = r.ord',
+        replace: 'WHERE r.id IS NOT NULL',
+      },
+    ],
+    tests: [
+      runsTest(
+        'takes nothing behind a head another transaction holds, and nothing behind a head out on a live lease',
+      ),
+    ],
+  },
+  {
+    name: "one deep key fills the claim before other keys' turns",
+    row: 11,
+    edits: [
+      {
+        file: CLAIM_STATEMENTS,
+        find: 'ORDER BY share, sort_due, step, ord',
+        replace: 'ORDER BY sort_due, step, ord',
+      },
+    ],
+    tests: [
+      runsTest(
+        'merges unkeyed rows in due order with the runs, and one deep key takes no more than its share',
+      ),
+    ],
   },
   {
     name: 'a dead head never blocks',
@@ -168,6 +259,11 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
         file: CLAIM_STATEMENTS,
         find: "OR (earlier.state = 'dead' AND $4::boolean))",
         replace: "OR (earlier.state = 'dead' AND $4::boolean AND false))",
+      },
+      {
+        file: CLAIM_WALK,
+        find: 'AND ($4::boolean OR ${alias}.dead_at IS NULL)',
+        replace: 'AND ${alias}.dead_at IS NULL',
       },
     ],
     tests: [drainTest('a dead head holds back the rest of its ordering key unless told otherwise')],
@@ -281,8 +377,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_STATEMENTS,
-        find: 'due AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),',
-        replace: 'due AS (SELECT * FROM ahead),',
+        find: 'unkeyed AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),',
+        replace: 'unkeyed AS (SELECT * FROM ahead),',
       },
     ],
     tests: [

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { drainOnce } from '../../src/core/drain.js';
-import { DEFAULT_LEASE_MS } from '../../src/core/drain-settings.js';
+import { DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS } from '../../src/core/drain-settings.js';
 import type { ClaimRequest } from '../../src/core/outbox-store.js';
 import type { SqlExecutor } from '../../src/core/ports.js';
 import { purgeOnce } from '../../src/core/purge.js';
@@ -204,13 +204,24 @@ export function claimRequest(limit: number): ClaimRequest {
  */
 export async function explainClaim(pool: pg.Pool, limit: number): Promise<string> {
   const request = claimRequest(limit);
-  const statement = outboxStatements(quotedSchema).claimDueMessages(request.limit);
+  const statement = outboxStatements(quotedSchema).claimDueMessages({
+    limit: request.limit,
+    share: Math.ceil(request.limit / DEFAULT_CONCURRENCY),
+    after: false,
+  });
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
     const result = await client.query<{ 'QUERY PLAN': string }>(
       `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, SUMMARY OFF) ${statement}`,
-      [request.now, request.claimToken, request.leaseMs, request.deadHeadBlocks, request.kinds],
+      [
+        request.now,
+        request.claimToken,
+        request.leaseMs,
+        request.deadHeadBlocks,
+        request.kinds,
+        null,
+      ],
     );
     return result.rows.map((row) => row['QUERY PLAN']).join('\n');
   } finally {

@@ -3,7 +3,9 @@
  * arithmetic they share.
  */
 import type { DrainOptions, DrainReport, Settings, StopReason } from './drain-settings.js';
+import { SubrequestBudgetError } from './errors.js';
 import type { ClaimCursor, ClaimedMessage } from './outbox-store.js';
+import type { SendContext } from './sender.js';
 
 /**
  * One claim's rows, as the settle groups and the budget see them: when their lease runs out,
@@ -23,6 +25,35 @@ export interface QueuedMessage {
   claimToken: string;
   /** The claim it came with: its lease end, and its rows still to be written. */
   lease: ClaimLease;
+  /**
+   * A follower in its ordering key's run (the claim took its key's head and the rows right
+   * behind it): whether the one before it was delivered. It is sent only after that, and goes
+   * back released when that one was not, so nothing passes a message that will be retried.
+   */
+  behind?: Promise<boolean>;
+  /** Tells the next of its run whether this one was delivered; the first answer counts. */
+  passOn?: (delivered: boolean) => void;
+}
+
+/**
+ * Queues a claim's rows in the order the claim gave them, each of an ordering key behind the
+ * one before it with that key (see QueuedMessage.behind).
+ */
+export function enqueueClaimed(run: DrainRun, rows: readonly QueuedMessage[]): void {
+  const lastOfKey = new Map<string, QueuedMessage>();
+  for (const queued of rows) {
+    const key = queued.message.orderingKey;
+    if (key !== null) {
+      const before = lastOfKey.get(key);
+      if (before) {
+        queued.behind = new Promise((resolve) => {
+          before.passOn = resolve;
+        });
+      }
+      lastOfKey.set(key, queued);
+    }
+    run.queue.push(queued);
+  }
 }
 
 export interface DrainRun {
@@ -54,6 +85,8 @@ export interface DrainRun {
   claimsOver: boolean;
   /** Where the next claim of a backlog may start its scan: the last row claimed so far. */
   cursor: ClaimCursor | undefined;
+  /** Where the next due claim's walk of ordering keys starts (the store's, opaque here). */
+  keysAfter: string | undefined;
   /** Claims since the last one that scanned from the start of the due order. */
   claimsSinceFullScan: number;
   /** When a claim next also takes probes of half-open destinations (ms, the drain's clock). */
@@ -99,6 +132,7 @@ export function newRun(
     lastClaimFound: false,
     claimsOver: false,
     cursor: undefined,
+    keysAfter: undefined,
     claimsSinceFullScan: 0,
     nextProbeAt: Number.NEGATIVE_INFINITY,
     claimMs: 0,
@@ -209,4 +243,32 @@ export function lowWater(run: DrainRun): number {
   if (run.sendMs === 0) return concurrency;
   const duringClaim = Math.ceil((concurrency * run.claimMs) / Math.max(run.sendMs, 0.01));
   return concurrency + Math.min(batchSize, duringClaim);
+}
+
+/**
+ * The budget as one send sees it: a request a sender reports is taken from what is free,
+ * the settle owed included, so a sender can never spend a settle's subrequest.
+ */
+export function sendContext(run: DrainRun): SendContext {
+  return {
+    run: run.identity,
+    spend(subrequests, what) {
+      if (!Number.isInteger(subrequests) || subrequests < 0) {
+        throw new RangeError(`spend: subrequests must be a whole number >= 0, got ${subrequests}`);
+      }
+      const left = budgetLeft(run);
+      if (subrequests > left) {
+        throw new SubrequestBudgetError(
+          `${what} needs ${subrequests} subrequests and the drain's budget has ${left} left; the message goes back unsent`,
+        );
+      }
+      run.report.senderSubrequests += subrequests;
+    },
+  };
+}
+
+/** The report travels with a drain's failure, so a caller sees what was done before it. */
+export function withReport(error: unknown, report: DrainReport): unknown {
+  if (typeof error === 'object' && error !== null) Object.assign(error, { report });
+  return error;
 }

@@ -4,13 +4,16 @@ import {
   type ClaimLease,
   changed,
   type DrainRun,
+  enqueueClaimed,
   lowWater,
   newRun,
   noteSendTime,
   noteStop,
   notify,
   type QueuedMessage,
+  sendContext,
   sendsAffordable,
+  withReport,
 } from './drain-run.js';
 import {
   CLAIMS_PER_FULL_SCAN,
@@ -23,7 +26,7 @@ import {
   resolveSettings,
   type StopReason,
 } from './drain-settings.js';
-import { isSubrequestBudgetError, SubrequestBudgetError } from './errors.js';
+import { isSubrequestBudgetError } from './errors.js';
 import type { ClaimResult, ExhaustedMessage } from './outbox-store.js';
 import { outcomeOf, SendTimeouts, sendWithTimeout } from './send-outcome.js';
 import type { SendContext } from './sender.js';
@@ -82,7 +85,7 @@ export async function drainOnce(options: DrainOptions): Promise<DrainReport> {
   report.durationMs = clock.now().getTime() - startedAt;
   report.stopReason = run.stopReason ?? 'empty';
   await recordDrainRun(run);
-  if (run.failure) throw attachReport(run.failure.error, report);
+  if (run.failure) throw withReport(run.failure.error, report);
   logger.info('drain finished', { ...report });
   return report;
 }
@@ -95,30 +98,61 @@ interface LaneShared {
 }
 
 /** One lane: sends the next claimed row, records its outcome, until the drain is done. */
-async function lane(run: DrainRun, { timeouts, settles, context }: LaneShared): Promise<void> {
-  const { settings } = run;
+async function lane(run: DrainRun, shared: LaneShared): Promise<void> {
   for (;;) {
-    const next = await nextToSend(run, settles);
+    const next = await nextToSend(run, shared.settles);
     if (!next) return;
-    // The attempt's duration by the monotonic clock: a clock step mid-send does not make a
-    // send take minutes, or less than nothing.
-    const sendStartedAt = performance.now();
-    const result = await sendWithTimeout(next.message, settings, context, timeouts);
-    const durationMs = performance.now() - sendStartedAt;
-    noteSendTime(run, durationMs);
-    run.inFlight -= 1;
-    let settlement: Settlement;
-    if (result.failed && isSubrequestBudgetError(result.error)) {
-      // Refused before the request was made: nothing went out, so no attempt is spent.
-      run.budgetRefused = true;
-      noteStop(run, 'budget');
-      settlement = release(settings.clock.now());
-    } else {
-      settlement = outcomeOf(next.message, result, settings, durationMs);
+    try {
+      await sendOne(run, shared, next);
+    } finally {
+      // Whatever became of it (a lane that throws included), the next of its run hears.
+      next.passOn?.(false);
     }
-    settles.add({ message: next.message, settlement }, next.lease);
-    notify(run);
   }
+}
+
+/**
+ * Sends one row taken by a lane (counted as a send and in flight) and adds its outcome to the
+ * settle groups. A follower in its key's run waits for the one before it first, and goes back
+ * released, uncounted, if that one was not delivered or if it may no longer be sent.
+ */
+async function sendOne(
+  run: DrainRun,
+  { timeouts, settles, context }: LaneShared,
+  next: QueuedMessage,
+): Promise<void> {
+  const { settings } = run;
+  if (next.behind) {
+    const delivered = await next.behind;
+    const why = delivered ? reasonNotToSend(next, run) : 'behind';
+    if (why) {
+      if (why !== 'behind' && why !== 'lease') noteStop(run, why);
+      run.report.sends -= 1;
+      run.inFlight -= 1;
+      settles.add({ message: next.message, settlement: release(settings.clock.now()) }, next.lease);
+      notify(run);
+      return;
+    }
+  }
+  // The attempt's duration by the monotonic clock: a clock step mid-send does not make a
+  // send take minutes, or less than nothing.
+  const sendStartedAt = performance.now();
+  const result = await sendWithTimeout(next.message, settings, context, timeouts);
+  const durationMs = performance.now() - sendStartedAt;
+  noteSendTime(run, durationMs);
+  run.inFlight -= 1;
+  let settlement: Settlement;
+  if (result.failed && isSubrequestBudgetError(result.error)) {
+    // Refused before the request was made: nothing went out, so no attempt is spent.
+    run.budgetRefused = true;
+    noteStop(run, 'budget');
+    settlement = release(settings.clock.now());
+  } else {
+    settlement = outcomeOf(next.message, result, settings, durationMs);
+  }
+  next.passOn?.(settlement.outcome === 'delivered');
+  settles.add({ message: next.message, settlement }, next.lease);
+  notify(run);
 }
 
 /**
@@ -135,9 +169,11 @@ async function nextToSend(
   for (;;) {
     const next = run.queue.shift();
     if (next) {
-      const why = reasonNotToSend(next, run);
+      // A follower is checked when the one before it is done (see sendOne).
+      const why = next.behind ? undefined : reasonNotToSend(next, run);
       if (why) {
-        noteStop(run, why);
+        if (why !== 'lease') noteStop(run, why);
+        next.passOn?.(false);
         const settlement = release(settings.clock.now());
         settles.add({ message: next.message, settlement }, next.lease);
         continue;
@@ -159,16 +195,16 @@ async function nextToSend(
  * write its lease forces (SettleGroups writes by the earliest lease end minus the round-trip
  * reserve), and that write, paid for by the claim (see writesOwed), takes all of its outcomes.
  */
-function reasonNotToSend(next: QueuedMessage, run: DrainRun): StopReason | undefined {
+function reasonNotToSend(next: QueuedMessage, run: DrainRun): StopReason | 'lease' | undefined {
   const { settings, options } = run;
   const now = settings.clock.now().getTime();
-  const room =
-    Math.min(run.timeLeftMs(), next.lease.endsAt - now) -
-    settings.roundTripReserveMs -
-    settings.settleGroupMs;
+  const reserve = settings.roundTripReserveMs + settings.settleGroupMs;
   if (options.signal?.aborted || run.failure) return 'aborted';
   if (run.budgetRefused || budgetLeft(run) < 1) return 'budget';
-  if (room < settings.sendTimeoutMs) return 'deadline';
+  if (run.timeLeftMs() - reserve < settings.sendTimeoutMs) return 'deadline';
+  // Its claim's lease, not the drain, is what runs out (a row queued behind slow sends, or late
+  // in its key's run): it goes back for a later claim, and the drain goes on.
+  if (next.lease.endsAt - now - reserve < settings.sendTimeoutMs) return 'lease';
   return undefined;
 }
 
@@ -321,6 +357,10 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
       kinds: settings.kinds,
       after,
       probe,
+      // A lane sends a key's run one row after another: a share of the batch per lane keeps
+      // every lane busy when the claim spans as many keys as there are lanes.
+      keyShare: Math.ceil(limit / settings.concurrency),
+      keysAfter: run.keysAfter,
     });
   } finally {
     run.rowsOnWire -= limit;
@@ -331,6 +371,7 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
   // With two claims on the wire, the one to land last may have stopped earlier in due order:
   // the cursor then steps back by at most a batch, which the next scan steps over again.
   if (last) run.cursor = last;
+  if (result.keysWalked !== undefined) run.keysAfter = result.keysWalked;
   report.claimed += claimed.length;
   report.dead += exhausted.length;
   run.moreDue = claimed.length >= limit || exhausted.length > 0;
@@ -341,38 +382,13 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
     endsAt: claimedAt.getTime() + settings.leaseMs,
     unsettled: claimed.length,
   };
-  for (const message of claimed) run.queue.push({ message, claimToken, lease });
+  enqueueClaimed(
+    run,
+    claimed.map((message) => ({ message, claimToken, lease })),
+  );
   for (const message of exhausted) {
     settings.logger.warn('message dead: attempts exhausted by crashed drains', logFields(message));
   }
-}
-
-/**
- * The budget as one send sees it: a request a sender reports is taken from what is free,
- * the settle owed included, so a sender can never spend a settle's subrequest.
- */
-function sendContext(run: DrainRun): SendContext {
-  return {
-    run: run.identity,
-    spend(subrequests, what) {
-      if (!Number.isInteger(subrequests) || subrequests < 0) {
-        throw new RangeError(`spend: subrequests must be a whole number >= 0, got ${subrequests}`);
-      }
-      const left = budgetLeft(run);
-      if (subrequests > left) {
-        throw new SubrequestBudgetError(
-          `${what} needs ${subrequests} subrequests and the drain's budget has ${left} left; the message goes back unsent`,
-        );
-      }
-      run.report.senderSubrequests += subrequests;
-    },
-  };
-}
-
-/** The report travels with a drain's failure, so a caller sees what was done before it. */
-function attachReport(error: unknown, report: DrainReport): unknown {
-  if (typeof error === 'object' && error !== null) Object.assign(error, { report });
-  return error;
 }
 
 function logFields(message: ExhaustedMessage) {

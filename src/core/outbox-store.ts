@@ -122,6 +122,21 @@ export interface ClaimRequest {
    * rows. Due claims only; the drain asks on its first claim and every few seconds after.
    */
   probe?: boolean;
+  /**
+   * Due claims: rows of one ordering key this claim may take before every other key with
+   * claimable rows has had as many (whole numbers from 1; default the limit). A key's rows
+   * come as a run, its head first, to be sent one after another in one lane, so the share
+   * bounds how long one lane holds a key and how much one deep key takes from the rest. When
+   * every key has had its share and the claim is still short, keys take more, in turns, up to
+   * the limit (one key alone may fill it).
+   */
+  keyShare?: number;
+  /**
+   * Due claims: where the claim's walk of ordering keys starts (an earlier claim's
+   * `keysWalked`), so keys late in key order get their turn before early ones come round again.
+   * Opaque to all but the store.
+   */
+  keysAfter?: string;
 }
 
 export interface ClaimResult {
@@ -129,8 +144,13 @@ export interface ClaimResult {
   claimed: ClaimedMessage[];
   /** Rows the claim set aside as dead: their final attempt's lease ran out unsettled. */
   exhausted: ExhaustedMessage[];
-  /** The last row this claim took, claimed or set aside, in due order; absent when none. */
+  /**
+   * The last row without an ordering key this claim took, claimed or set aside, in due order;
+   * absent when none.
+   */
   last?: ClaimCursor;
+  /** Where the next due claim's walk of ordering keys starts; absent when it took no key's run. */
+  keysWalked?: string;
 }
 
 /** What a settle needs of a claimed message: where its row is, the claim that owns it, its key and size. */

@@ -3,6 +3,8 @@
  * one statement. Built per schema and limit by outboxStatements (statements.ts).
  */
 
+import type { ClaimRequest } from '../core/outbox-store.js';
+import { keyedRunsStatement } from './claim-walk.js';
 import { PARK_SCAN_ROWS } from './destination-statements.js';
 import { CLAIMED_COLUMNS } from './message-columns.js';
 import { countOutcomes } from './outcome-counts.js';
@@ -17,17 +19,42 @@ const PAUSED = 2;
 /** Claim texts kept per limit; past this many distinct limits, the kept ones are forgotten. */
 const CLAIM_TEXTS_KEPT = 8;
 
-/** The due-rows claim by limit, cursor and probes, each text built once. */
-export function claimStatements(
-  quotedSchema: string,
-): (limit: number, after?: boolean, probe?: boolean) => string {
+/** What shapes a due claim's text: its limit, a key's share, a cursor, probes. */
+export interface DueClaimShape {
+  limit: number;
+  /** Rows one ordering key may take before every other key has had its turn. */
+  share: number;
+  after: boolean;
+  probe?: boolean;
+}
+
+/** The shape of the due claim a drain's request asks for. */
+export function dueClaimShape(request: ClaimRequest): DueClaimShape {
+  const { limit, keyShare = limit } = request;
+  return {
+    limit,
+    share: Math.min(limit, Math.max(1, keyShare)),
+    after: request.after !== undefined,
+    probe: request.probe === true,
+  };
+}
+
+/** The due claim's parameters: `shared` ($1 to $5), then the walk's start and the cursor. */
+export function dueClaimParameters(request: ClaimRequest, shared: readonly unknown[]): unknown[] {
+  const cursor = request.after ? [request.after.dueAt, request.after.id] : [];
+  return [...shared, request.keysAfter ?? null, ...cursor];
+}
+
+/** The due-rows claim by limit, share, cursor and probes, each text built once. */
+export function claimStatements(quotedSchema: string): (shape: DueClaimShape) => string {
   const texts = new Map<string, string>();
-  return (limit, after = false, probe = false) => {
-    const name = `${limit}${after ? ' after' : ''}${probe ? ' probe' : ''}`;
+  return (shape) => {
+    const { limit, share, after, probe = false } = shape;
+    const name = `${limit}/${share}${after ? ' after' : ''}${probe ? ' probe' : ''}`;
     let text = texts.get(name);
     if (text === undefined) {
       if (texts.size >= CLAIM_TEXTS_KEPT) texts.clear();
-      text = claimStatement(quotedSchema, { limit, after, probe });
+      text = claimStatement(quotedSchema, { limit, share, after, probe });
       texts.set(name, text);
     }
     return text;
@@ -37,18 +64,24 @@ export function claimStatements(
 /**
  * $1 now, $2 claim token, $3 lease ms, $4 whether a dead message blocks later messages with
  * its ordering key, $5 the kinds this drain has senders for (a drain never claims what it
- * cannot send); by key also $6 the keys and $7 the limit; after a cursor, $6 its due time and
- * $7 its id.
+ * cannot send); by key also $6 the keys and $7 the limit; a due claim also $6, the ordering key
+ * its walk starts after (null: the first), and after a cursor $7 its due time and $8 its id.
  *
- * After a cursor, the rows after it in due order come first, and only if they do not fill the
- * batch are rows from the start of the due order taken too. Settle deletes delivered rows, but
- * their index entries stay at the head of messages_claimable until a vacuum removes them, and
+ * A due claim takes two kinds of rows, merged by due time up to the limit. Rows without an
+ * ordering key come in due order from messages_claimable_unkeyed. Rows with one come as runs
+ * from a walk of the keys (claim-walk.ts): each key's head and the claimable followers right
+ * behind it, up to a share per key, so the drain sends a run in order in one lane. The merge
+ * takes every unkeyed row and every key's first share before any key's second, so one deep key
+ * cannot fill a claim while others wait.
+ *
+ * After a cursor, the unkeyed rows after it in due order come first, and only if they do not
+ * fill the batch are rows from the start of the due order taken too. Settle deletes delivered
+ * rows, but their index entries stay at the head of the index until a vacuum removes them, and
  * a scan from the start steps over every one: with 290,000 delivered since the last vacuum a
  * claim of 100 took 6.0 ms from the start and 3.3 ms from the cursor (docs/benchmarks.md,
- * scenario 10). Starting at the cursor skips them; the second scan
- * runs only when the first comes back short (a LIMIT of 0 never starts its scan), so a short
- * claim has still looked at every due row, and the drain's rule that a short claim means
- * nothing more was due holds.
+ * scenario 10). Starting at the cursor skips them; the second scan runs only when the first
+ * comes back short (a LIMIT of 0 never starts its scan), so a short claim has still looked at
+ * every due row, and the drain's rule that a short claim means nothing more was due holds.
  *
  * FOR UPDATE SKIP LOCKED: overlapping drains each lock different rows and never wait on each
  * other; a row another drain is claiming right now is simply not ours. The UPDATE in the same
@@ -58,22 +91,27 @@ export function claimStatements(
  * spent (its final drain died holding it) is set aside as dead here instead of being sent
  * again. (Its lost attempt is not written to attempt history here: a CASE per claimed row
  * cost the happy path about 1.5% of its server CPU, docs/benchmarks.md, "Attempt history,
- * measured"; history shows it as a gap in the attempt numbers.) The ordering check lets only
- * the head of each ordering key through: nothing
- * earlier with that key may still be pending or claimed (or dead, when dead heads block).
+ * measured"; history shows it as a gap in the attempt numbers.) The kick's claim by key and
+ * the probes check each keyed row's head instead of walking: nothing earlier with its key may
+ * still be pending or claimed (or dead, when dead heads block).
  *
  * The UPDATE changes no indexed column and no column of an index predicate (state,
  * attempts, token, claimed_at and the lease are in none), so with room on the page it is a
  * HOT update: one small row version, no index entries. due_at keeps the due time, so rows
- * claimed right now stay at the head of messages_claimable and the scan steps over them;
+ * claimed right now stay at the head of the due order and the scan steps over them;
  * they are at most the batches in flight.
  */
-export function claimStatement(
-  quotedSchema: string,
-  target: { limit: number; after: boolean; probe?: boolean } | 'keys',
-): string {
-  if (target !== 'keys' && !(Number.isSafeInteger(target.limit) && target.limit > 0)) {
-    throw new RangeError(`claim limit must be a whole number above 0, got ${target.limit}`);
+export function claimStatement(quotedSchema: string, target: DueClaimShape | 'keys'): string {
+  if (target !== 'keys') {
+    const { limit, share } = target;
+    if (!(Number.isSafeInteger(limit) && limit > 0)) {
+      throw new RangeError(`claim limit must be a whole number above 0, got ${limit}`);
+    }
+    if (!(Number.isSafeInteger(share) && share > 0 && share <= limit)) {
+      throw new RangeError(
+        `a key's share must be a whole number from 1 to the limit, got ${share}`,
+      );
+    }
   }
   const messages = `${quotedSchema}.messages`;
   const destinations = `${quotedSchema}.destinations`;
@@ -86,23 +124,25 @@ export function claimStatement(
           -- Implied by the line above, but spelled out so the planner can use the partial
           -- index messages_ordering_unfinished.
           AND earlier.delivered_at IS NULL))`;
-  // Rows a claim may take, in due order: unfinished, due (or their lease passed), of a kind
-  // this drain sends, heads of their ordering key; locked, skipping rows another claim holds.
-  // Now and the kinds are read from claim_now (below), not as bare parameters. With `health`,
-  // also not of a paused destination (destinationHealth), and `watched`: the row's destination
-  // has failures.
+  // Now and the kinds are read from claim_now (below), not as bare parameters.
   const now = '(SELECT now FROM claim_now)';
-  const candidates = (where: string, limit: string, health: boolean) => `
-    SELECT m.id, m.kind, m.destination, m.attempts >= m.max_attempts AS exhausted${
+  const kinds = '(SELECT kinds FROM claim_now)::text[]';
+  // Unfinished, due (or its lease passed), of a kind this drain sends.
+  const due = (a: string) => `${a}.delivered_at IS NULL AND ${a}.dead_at IS NULL
+      AND ${a}.due_at <= ${now}
+      AND (${a}.state = 'pending' OR (${a}.state = 'claimed' AND ${a}.lease_expires_at <= ${now}))
+      AND ${a}.kind = ANY(${kinds})`;
+  // Rows a claim may take, in due order: due, heads of their ordering key (or unkeyed only,
+  // `keyed: false`); locked, skipping rows another claim holds. With `health`, also not of a
+  // paused destination (destinationHealth), and `watched`: the row's destination has failures.
+  const candidates = (where: string, limit: string, health: boolean, keyed = true) => `
+    SELECT m.id, m.kind, m.destination, m.due_at, m.attempts >= m.max_attempts AS exhausted${
       health ? `, h.health = ${FAILING} AS watched` : ''
     }
     FROM ${messages} m${health ? destinationHealth(destinations) : ''}
-    WHERE m.delivered_at IS NULL AND m.dead_at IS NULL
-      AND m.due_at <= ${now}
-      AND (m.state = 'pending' OR (m.state = 'claimed' AND m.lease_expires_at <= ${now}))
-      AND m.kind = ANY((SELECT kinds FROM claim_now)::text[])
+    WHERE ${due('m')}
       ${where}
-      AND ${orderingHead}${
+      AND ${keyed ? orderingHead : 'm.ordering_key IS NULL'}${
         health
           ? `
       AND h.health IS DISTINCT FROM ${PAUSED}`
@@ -113,25 +153,67 @@ export function claimStatement(
     FOR UPDATE OF m SKIP LOCKED`;
   // A paused destination's messages wait (docs/destinations.md), open or half-open: the probe
   // of a half-open one is taken apart (probeStatement).
-  const dueRows = (where: string, limit: string) => candidates(where, limit, true);
-  let due: string;
+  const unkeyedRows = (where: string, limit: string) => candidates(where, limit, true, false);
+  let dueCtes: string;
   if (target === 'keys') {
-    due = `due AS (${dueRows('AND m.key = ANY($6::uuid[])', '$7')}
+    dueCtes = `due AS (${candidates('AND m.key = ANY($6::uuid[])', '$7', true)}
   ),`;
-  } else if (target.after) {
-    // The cursor is read through a CTE, so no plan knows its value and PostgreSQL keeps the
-    // generic plan after its five custom ones. As a bare parameter, custom plans costed from its
-    // value: in a backlog of 30,000, 1,845 near the start up to 25,116 near the end, against the
-    // generic plan's 3,991. A connection whose first claims came early kept planning every
-    // claim, about 3 million instructions each (test/store/claim-plan.test.ts).
-    due = `cursor AS MATERIALIZED (SELECT $6::timestamptz AS due_at, $7::bigint AS id),
-  ahead AS (${dueRows('AND (m.due_at, m.id) > (SELECT due_at, id FROM cursor)', String(target.limit))}
-  ),
-  behind AS (${dueRows('AND (m.due_at, m.id) <= (SELECT due_at, id FROM cursor)', `${target.limit} - (SELECT count(*) FROM ahead)`)}
-  ),
-  due AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),`;
   } else {
-    due = `due AS (${dueRows('', String(target.limit))}
+    const { limit, share } = target;
+    let unkeyed: string;
+    if (target.after) {
+      // The cursor is read through a CTE, so no plan knows its value and PostgreSQL keeps the
+      // generic plan after its five custom ones. As a bare parameter, custom plans costed from
+      // its value: in a backlog of 30,000, 1,845 near the start up to 25,116 near the end,
+      // against the generic plan's 3,991. A connection whose first claims came early kept
+      // planning every claim, about 3 million instructions each (test/store/claim-plan.test.ts).
+      unkeyed = `cursor AS MATERIALIZED (SELECT $7::timestamptz AS due_at, $8::bigint AS id),
+  ahead AS (${unkeyedRows('AND (m.due_at, m.id) > (SELECT due_at, id FROM cursor)', String(limit))}
+  ),
+  behind AS (${unkeyedRows('AND (m.due_at, m.id) <= (SELECT due_at, id FROM cursor)', `${limit} - (SELECT count(*) FROM ahead)`)}
+  ),
+  unkeyed AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),`;
+    } else {
+      unkeyed = `unkeyed AS (${unkeyedRows('', String(limit))}
+  ),`;
+    }
+    const health = `(CASE WHEN %.destination IS NOT NULL AND (SELECT watching FROM claim_now) THEN (
+          SELECT d.paused_until IS NOT NULL FROM ${destinations} d
+          WHERE d.destination = %.destination) END)`;
+    const { walk, lockRuns } = keyedRunsStatement(
+      messages,
+      {
+        claimable: (a) => `${due(a)}
+          AND ${health.replaceAll('%', a)} IS NOT TRUE`,
+        lockById: (ids) => `
+    SELECT m.id, m.kind, m.destination, m.attempts >= m.max_attempts AS exhausted,
+      h.health = ${FAILING} AS watched
+    FROM ${messages} m${destinationHealth(destinations)}
+    WHERE m.id = ANY(${ids}) AND ${due('m')}
+      AND h.health IS DISTINCT FROM ${PAUSED}
+    FOR UPDATE OF m SKIP LOCKED`,
+      },
+      { limit, share },
+    );
+    // Every unkeyed row and every key's first share sort before any key's second share; in a
+    // share, by due time (a run by its head's). A key's rows stay in run order, so the cut at the
+    // limit keeps a prefix of each run.
+    dueCtes = `${unkeyed}${walk}
+  chosen AS MATERIALIZED (
+    SELECT id, step, k, ord FROM (
+      SELECT id, NULL::integer AS step, NULL::text AS k, 1::bigint AS ord, 0::bigint AS share,
+        due_at AS sort_due
+      FROM unkeyed
+      UNION ALL
+      SELECT id, step, k, ord, (ord - 1) / ${share}, head_due FROM keyed) c
+    ORDER BY share, sort_due, step, ord
+    LIMIT ${limit}
+  ),${lockRuns}
+  due AS (
+    SELECT id, kind, destination, exhausted, watched FROM unkeyed
+    WHERE id = ANY(ARRAY(SELECT id FROM chosen WHERE k IS NULL))
+    UNION ALL
+    SELECT id, kind, destination, exhausted, watched FROM locked_runs
   ),`;
   }
   // Probes only where the drain asks (a due claim now and then): the other claims do not pay
@@ -148,12 +230,12 @@ export function claimStatement(
     ? 'SELECT id FROM due UNION ALL SELECT id FROM probe WHERE id IS NOT NULL'
     : 'SELECT id FROM due';
   return `
-  WITH claim_now AS MATERIALIZED (SELECT $1::timestamptz AS now, $5::text[] AS kinds,
+  WITH RECURSIVE claim_now AS MATERIALIZED (SELECT $1::timestamptz AS now, $5::text[] AS kinds,
     -- Whether any destination has failures or a pause: with none, no row the scan meets looks
     -- its destination up (destinations_watched holds only those rows).
     EXISTS (SELECT 1 FROM ${destinations} WHERE failures > 0 OR paused_until IS NOT NULL)
       AS watching),
-  ${due}${probes}
+  ${dueCtes}${probes}
   -- Rows whose attempts are spent are set aside below; they are counted here, from due, so the
   -- update's rows go straight to the client.
   counted AS (
@@ -191,6 +273,12 @@ export function claimStatement(
         ? `,
     m.id = ANY(ARRAY(SELECT id FROM probe WHERE id IS NOT NULL)) AS probe`
         : ''
+    }${
+      target === 'keys'
+        ? ''
+        : `,
+    (SELECT c.k FROM chosen c WHERE c.id = ANY(ARRAY(SELECT id FROM locked_runs))
+      ORDER BY c.step DESC LIMIT 1) AS walk_key`
     }`;
 }
 

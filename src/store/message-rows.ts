@@ -74,6 +74,8 @@ export type ClaimedRow = Pick<
   payload_bytes: number | string;
   /** The row's due time as epoch milliseconds (float8: a number, or text from some drivers). */
   due_ms: number | string;
+  /** Due claims: the last key the walk took a run of (the same on every row). */
+  walk_key?: string | null;
 };
 
 export function claimedFromRow(row: ClaimedRow, claimToken: string): ClaimedMessage {
@@ -103,13 +105,14 @@ export function toDateOrNull(value: unknown): Date | null {
 
 /**
  * A claim's result from its rows: the statement returns them as its update took them; they go
- * out in due order, and the last of them in due order is where the next claim's scan may start.
+ * out in turns (every key's head and the unkeyed rows in due order, then every key's second
+ * row, and so on), so a key's rows are queued in id order, each behind the one before it. The
+ * last unkeyed row in due order is where the next claim's scan may start.
  */
 export function claimResultFromRows(rows: readonly ClaimedRow[], claimToken: string): ClaimResult {
-  const ordered = inDueOrder(rows);
   const claimed: ClaimedMessage[] = [];
   const exhausted: ExhaustedMessage[] = [];
-  for (const row of ordered) {
+  for (const row of inTurns(rows)) {
     if (row.state === 'claimed') {
       claimed.push(claimedFromRow(row, claimToken));
     } else {
@@ -117,13 +120,36 @@ export function claimResultFromRows(rows: readonly ClaimedRow[], claimToken: str
       exhausted.push({ id, key, kind, attempts });
     }
   }
-  // A probe (a half-open destination's one message) may lie anywhere in due order; the next
-  // claim's scan starts after the last row the due scan took, never past rows it did not read.
-  const lastRow = ordered.findLast((row) => row.probe !== true);
-  if (!lastRow) return { claimed, exhausted };
+  const keysWalked = rows.find((row) => row.walk_key != null)?.walk_key ?? undefined;
+  const result: ClaimResult =
+    keysWalked === undefined ? { claimed, exhausted } : { claimed, exhausted, keysWalked };
+  // A probe (a half-open destination's one message) may lie anywhere in due order, and keyed
+  // rows come from the walk: the next claim's scan starts after the last row the due scan took,
+  // never past rows it did not read.
+  const lastRow = inDueOrder(rows).findLast(
+    (row) => row.probe !== true && row.ordering_key === null,
+  );
   // Due times are whole milliseconds (enqueue truncates them; later writes come from Dates).
-  const last = { dueAt: new Date(Math.round(Number(lastRow.due_ms))), id: String(lastRow.id) };
-  return { claimed, exhausted, last };
+  if (lastRow)
+    result.last = { dueAt: new Date(Math.round(Number(lastRow.due_ms))), id: String(lastRow.id) };
+  return result;
+}
+
+/** Rows by their place in their key's run (unkeyed rows first), then due time, then id. */
+function inTurns(rows: readonly ClaimedRow[]): ClaimedRow[] {
+  const byKey = new Map<string, ClaimedRow[]>();
+  for (const row of rows) {
+    if (row.ordering_key === null) continue;
+    const run = byKey.get(row.ordering_key);
+    if (run) run.push(row);
+    else byKey.set(row.ordering_key, [row]);
+  }
+  const place = new Map<ClaimedRow, number>();
+  for (const run of byKey.values()) {
+    run.sort((a, b) => compareMessageIds(String(a.id), String(b.id)));
+    for (const [index, row] of run.entries()) place.set(row, index);
+  }
+  return inDueOrder(rows).sort((a, b) => (place.get(a) ?? 0) - (place.get(b) ?? 0));
 }
 
 function inDueOrder(rows: readonly ClaimedRow[]): ClaimedRow[] {

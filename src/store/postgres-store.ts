@@ -19,6 +19,7 @@ import {
 import type { QueryResult, SqlExecutor } from '../core/ports.js';
 import type { PurgeReport, PurgeRequest, PurgeStore } from '../core/purge.js';
 import { type AttemptRow, recordWithAttempts } from './attempt-log.js';
+import { dueClaimParameters, dueClaimShape } from './claim-statements.js';
 import {
   destinationChangeFromRow,
   PostgresDestinationStore,
@@ -117,12 +118,8 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
           request.limit,
         ])
       : await this.rowsOf<ClaimedRow>(
-          this.sql.claimDueMessages(
-            request.limit,
-            request.after !== undefined,
-            request.probe === true,
-          ),
-          request.after ? [...shared, request.after.dueAt, request.after.id] : shared,
+          this.sql.claimDueMessages(dueClaimShape(request)),
+          dueClaimParameters(request, shared),
         );
     return claimResultFromRows(result.rows, request.claimToken);
   }
@@ -386,7 +383,6 @@ export interface DeliveryCount {
   dead: number;
 }
 
-/** Claimed rows by due time, then id. */
 /**
  * Every method taking an id checks it here, before querying: a malformed id or one past
  * `bigint` would otherwise fail in the database with a raw driver error.

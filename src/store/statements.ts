@@ -1,4 +1,4 @@
-import { claimStatement, claimStatements } from './claim-statements.js';
+import { claimStatement, claimStatements, type DueClaimShape } from './claim-statements.js';
 import { type MetricStatements, metricStatements } from './metric-statements.js';
 import { type OperatorStatements, operatorStatements } from './operator-statements.js';
 import { settleStatement } from './settle-statement.js';
@@ -18,11 +18,11 @@ export interface DrainStatements {
    * The claim of up to `limit` due rows. The limit is written into the text (a checked whole
    * number, never a caller's value), so the statement has one plan that PostgreSQL can keep:
    * with the limit, or the keys below, as a parameter it plans every claim anew (a custom plan
-   * each time; about 6 µs of server CPU per message at batch 100, docs/benchmarks.md). With
-   * `after`, rows after $6 due time, $7 id in due order come first (see claimStatement in
-   * claim-statements.ts).
+   * each time; about 6 µs of server CPU per message at batch 100, docs/benchmarks.md). So is a
+   * key's share. $6 is the ordering key the walk starts after; with `after`, unkeyed rows after
+   * $7 due time, $8 id in due order come first (see claimStatement in claim-statements.ts).
    */
-  claimDueMessages(limit: number, after?: boolean, probe?: boolean): string;
+  claimDueMessages(shape: DueClaimShape): string;
   /** The claim of the given keys if they are due (the after-commit kick); planned per call. */
   claimMessagesByKey: string;
   /** The settle (settle-statement.ts): without destination health, and with it. */

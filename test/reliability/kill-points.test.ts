@@ -3,7 +3,9 @@
  * claim, mid-send, after a send before its settle, mid-settle) while new messages keep coming.
  * Afterwards a drain with a clock past every lease finishes the work. Every committed message
  * is delivered; a message goes out twice only when the process that first sent it was killed
- * before recording it, and both times under the same key.
+ * before recording it, and both times under the same key. Most messages carry one of a few
+ * ordering keys, so the drains claim runs of them, and the receiver sees each key's messages
+ * first arrive in enqueue order.
  */
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,6 +26,8 @@ const KILL_DRAIN = fileURLToPath(new URL('./fixtures/kill-drain.ts', import.meta
 /** 17 per driver: 68 kills in all over the four, past the issue's "at least 50". */
 const RUNS_PER_DRIVER = Number(process.env.OUTBOX_RELIABILITY_KILL_RUNS ?? 17);
 const MESSAGES_PER_RUN = 8;
+/** Ordering keys per driver: 6 of each run's 8 messages carry one, in turn; 2 carry none. */
+const ORDERING_KEYS = 3;
 const LEASE_MS = 4_000;
 const KILL_POINTS = ['after-claim', 'mid-send', 'after-send', 'mid-settle'] as const;
 type KillPoint = (typeof KILL_POINTS)[number];
@@ -65,22 +69,31 @@ async function killLane(driver: DriverName, random: () => number) {
   const db = pgExecutor(database.pool);
   await outbox.migrate(db);
   const committed: string[] = [];
+  /** Each keyed message's ordering key, by message key, in enqueue order. */
+  const orderingKeyOf = new Map<string, string>();
   const runs: KillRun[] = [];
   for (let index = 0; index < RUNS_PER_DRIVER; index++) {
-    committed.push(
-      ...(await outbox.enqueue(
-        db,
-        Array.from({ length: MESSAGES_PER_RUN }, (_, n) => ({
-          kind: 'webhook',
-          payload: { url: `${ledger.url}/${driver}`, body: { index, n } },
-          // A claim counts an attempt, and the oldest rows are claimed first by every run, so
-          // under a slow machine one message can be held by every killed run in turn. Enough
-          // attempts that all of them cannot set it aside (that is the poison-message rule,
-          // tested in test/store/drain.test.ts): here it must be delivered.
-          maxAttempts: RUNS_PER_DRIVER + 8,
-        })),
-      )),
+    const orderingKeys = Array.from({ length: MESSAGES_PER_RUN }, (_, n) =>
+      n < MESSAGES_PER_RUN - 2 ? `${driver}/${n % ORDERING_KEYS}` : undefined,
     );
+    const keys = await outbox.enqueue(
+      db,
+      orderingKeys.map((orderingKey, n) => ({
+        kind: 'webhook',
+        payload: { url: `${ledger.url}/${driver}`, body: { index, n } },
+        ...(orderingKey ? { orderingKey } : {}),
+        // A claim counts an attempt, and the oldest rows are claimed first by every run, so
+        // under a slow machine one message can be held by every killed run in turn. Enough
+        // attempts that all of them cannot set it aside (that is the poison-message rule,
+        // tested in test/store/drain.test.ts): here it must be delivered.
+        maxAttempts: RUNS_PER_DRIVER + 8,
+      })),
+    );
+    committed.push(...keys);
+    keys.forEach((key, n) => {
+      const orderingKey = orderingKeys[n];
+      if (orderingKey) orderingKeyOf.set(key, orderingKey);
+    });
     const point = KILL_POINTS[index % KILL_POINTS.length]!;
     // Which occurrence of the marker, and a few ms after it: a random moment near the point.
     // After-claim kills take the first claim, before anything was sent; a later claim is a
@@ -130,7 +143,32 @@ async function killLane(driver: DriverName, random: () => number) {
     if (report.claimed === 0) break;
   }
   const stats = await store.stats(clock.now());
-  return { committed, runs, stats };
+  return { committed, orderingKeyOf, runs, stats };
+}
+
+/**
+ * Keyed messages whose first delivery came before the first delivery of one enqueued ahead of
+ * them with their ordering key (a resend after a kill may come later: the receiver drops it).
+ */
+function outOfOrder(
+  deliveries: readonly { key: string }[],
+  orderingKeyOf: ReadonlyMap<string, string>,
+  committed: readonly string[],
+): string[] {
+  const firstArrival = new Map<string, number>();
+  deliveries.forEach((delivery, index) => {
+    if (!firstArrival.has(delivery.key)) firstArrival.set(delivery.key, index);
+  });
+  const lastOfKey = new Map<string, number>();
+  const passed: string[] = [];
+  for (const key of committed) {
+    const orderingKey = orderingKeyOf.get(key);
+    const arrival = firstArrival.get(key);
+    if (orderingKey === undefined || arrival === undefined) continue;
+    if (arrival < (lastOfKey.get(orderingKey) ?? -1)) passed.push(`${key} (${orderingKey})`);
+    lastOfKey.set(orderingKey, Math.max(arrival, lastOfKey.get(orderingKey) ?? -1));
+  }
+  return passed;
 }
 
 describe('drain processes SIGKILLed at random moments', () => {
@@ -146,6 +184,10 @@ describe('drain processes SIGKILLed at random moments', () => {
     }
     expect(result.lost).toEqual([]);
     expect(result.rolledBackSent).toEqual([]);
+    const passedAhead = lanes.flatMap((lane) =>
+      outOfOrder(ledger.deliveries, lane.orderingKeyOf, lane.committed),
+    );
+    expect(passedAhead).toEqual([]);
 
     const runByAgent = new Map(runs.map((run) => [`kill-drain/${run.pid}`, run]));
     const perKill: Record<string, { kills: number; duplicates: number }> = {};
@@ -176,7 +218,7 @@ describe('drain processes SIGKILLed at random moments', () => {
       runs: runs.length,
       messages: committed.length,
       faults: kills,
-      injected: 'SIGKILL after claim, mid-send, after send, mid-settle',
+      injected: `SIGKILL after claim, mid-send, after send, mid-settle; ${ORDERING_KEYS} ordering keys per driver, per-key order checked at the receiver (${passedAhead.length} out of order)`,
       lost: result.lost.length,
       duplicated: result.extraDeliveries,
       rolledBackSent: result.rolledBackSent.length,

@@ -66,7 +66,9 @@ describe('attempt history', () => {
     });
     expect(report).toMatchObject({ retried: 1, settles: 1 });
     // One claim that found the message, one settle, one idle claim: no statement of its own.
-    expect(counting.texts.filter((text) => !text.startsWith('WITH claim_now'))).toHaveLength(1);
+    expect(
+      counting.texts.filter((text) => !text.startsWith('WITH RECURSIVE claim_now')),
+    ).toHaveLength(1);
     const message = await outbox.store(db).getByKey(key!);
     // When it started: the drain's clock (still, here) less the duration it measured.
     const durationMs = message?.attemptLog?.[0]?.durationMs ?? Number.NaN;

@@ -128,12 +128,21 @@ describe('the claim statement', () => {
     await expectKeptGenericPlan(client, 'ahead AS');
   });
 
-  it('refuses a limit that is not a whole number above 0 before any SQL is built', () => {
+  it('refuses a limit that is not a whole number above 0, or a share per key outside 1 to the limit, before any SQL is built', () => {
     const statements = outboxStatements('"outbox"');
     for (const limit of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
-      expect(() => statements.claimDueMessages(limit)).toThrow(RangeError);
+      expect(() => statements.claimDueMessages({ limit, share: 1, after: false })).toThrow(
+        RangeError,
+      );
     }
-    expect(statements.claimDueMessages(25)).toContain('LIMIT 25');
+    for (const share of [0, 26, 1.5]) {
+      expect(() => statements.claimDueMessages({ limit: 25, share, after: false })).toThrow(
+        RangeError,
+      );
+    }
+    expect(statements.claimDueMessages({ limit: 25, share: 3, after: false })).toContain(
+      'LIMIT 25',
+    );
   });
 });
 
@@ -174,19 +183,20 @@ describe('the claim after a cursor', () => {
       // Executed (ANALYZE), so loops show which scans ran; rolled back.
       await client.query('BEGIN');
       const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-        `EXPLAIN (ANALYZE, FORMAT JSON) ${outboxStatements('cursor_plan').claimDueMessages(100, true)}`,
+        `EXPLAIN (ANALYZE, FORMAT JSON) ${outboxStatements('cursor_plan').claimDueMessages({ limit: 100, share: 10, after: true })}`,
         [
           request.now,
           request.claimToken,
           request.leaseMs,
           request.deadHeadBlocks,
           request.kinds,
+          null,
           last!.dueAt,
           last!.id,
         ],
       );
       const scans = allNodes(rows[0]!['QUERY PLAN'][0].Plan).filter(
-        (node) => node['Index Name'] === 'messages_claimable',
+        (node) => node['Index Name'] === 'messages_claimable_unkeyed',
       );
       const ahead = scans.filter((node) =>
         /ROW\((m\.)?due_at, (m\.)?id\) > ROW\(/.test(node['Index Cond'] ?? ''),

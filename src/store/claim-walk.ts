@@ -1,0 +1,139 @@
+/**
+ * The keyed half of the due claim: runs of consecutive messages per ordering key, found by
+ * walking the keys instead of the due order (docs/benchmarks.md, section 11). Part of the one
+ * claim statement that claimStatement (claim-statements.ts) builds.
+ *
+ * Why a walk: a message behind its key's head may not go before the head finishes, and in due
+ * order the held-back rows sit among the claimable ones, so a claim that scans due order and
+ * checks each row's head reads the whole backlog of the busy keys for every claim (one key of
+ * 5,000: 47.5 ms of server CPU per message). The walk visits each key once, at its head, through
+ * messages_ordering_unfinished (ordering_key, id): one descent finds the next key (a loose index
+ * scan), one more its head, and only a key whose head is claimable has its followers read. Held
+ * back rows are never read, so the walk costs the keys it visits and the rows it takes,
+ * whatever the backlog behind them.
+ */
+
+/** The health lookups a claim makes, as claim-statements.ts builds them. */
+export interface KeyedRunsParts {
+  /** Whether the row of the given alias may be claimed now, its head's order aside. */
+  claimable: (alias: string) => string;
+  /** The FOR UPDATE select of claimable rows by id, with kind, destination, exhausted and watched. */
+  lockById: (ids: string) => string;
+}
+
+/**
+ * CTEs `walk`, `keyed_share`, `keyed_more`, `keyed`, and after the caller's `unkeyed` and
+ * `chosen`, `locked_runs`: see {@link keyedRunsStatement}. `$6` is where the walk starts, the
+ * key the last claim's walk took last (null: the first key).
+ *
+ * - walk: the keys in order from the one after $6, wrapping round to the first and ending at
+ *   $6 itself, each with its claimable run of up to `share` rows: its head if claimable (due, not
+ *   dead, not held by a live lease, of a kind this drain sends, its destination not paused),
+ *   then the followers right behind it while each is claimable too. A run ends at a row whose
+ *   attempts are spent (the claim sets it aside as dead, and nothing may pass it). The walk stops
+ *   as soon as its runs hold `limit` rows, so a claim over many keys reads only the keys it
+ *   takes from; it visits every key only when the claim comes back short, so a short claim
+ *   still means nothing more was due.
+ * - keyed_more: only when the walk went round every key and its runs still fall short of the
+ *   limit (one key, or a few), the keys whose run reached its share take more, up to the limit.
+ *   A LIMIT of 0 never starts its scan, so a walk that filled the claim pays nothing for it.
+ */
+export function keyedRunsStatement(
+  messages: string,
+  parts: KeyedRunsParts,
+  shape: { limit: number; share: number },
+): { walk: string; lockRuns: string } {
+  const { limit, share } = shape;
+  const { claimable } = parts;
+  // Unfinished rows of a key, dead ones left out where a dead head does not block the rows
+  // behind it: the rows the key's order runs through.
+  // (IS NOT NULL spelled out, so the planner can use the partial index
+  // messages_ordering_unfinished: it does not infer it from the equality on a domain's value.)
+  const inKey = (alias: string, key: string) => `${alias}.ordering_key = ${key}
+        AND ${alias}.ordering_key IS NOT NULL AND ${alias}.delivered_at IS NULL
+        AND ($4::boolean OR ${alias}.dead_at IS NULL)`;
+  // A key's claimable rows after `afterId`, in id order, while each is claimable and none
+  // before it is a row whose attempts are spent; at most `rows` of them.
+  const followers = (key: string, afterId: string, rows: string) => `
+        SELECT f.id FROM (
+          SELECT f.id,
+            bool_and(${claimable('f')}) OVER (ORDER BY f.id) AS open,
+            coalesce(bool_and(f.attempts < f.max_attempts)
+              OVER (ORDER BY f.id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true) AS unspent
+          FROM ${messages} f
+          WHERE ${inKey('f', key)} AND f.id > ${afterId}
+          ORDER BY f.id
+          LIMIT ${rows}) f
+        WHERE f.open AND f.unspent
+        ORDER BY f.id`;
+  // One key's visit: its head (the first row its order runs through) and, if the head is
+  // claimable, its run: the head, then followers up to the share, unless the head's attempts
+  // are spent. The followers are read only behind a claimable head.
+  const visit = (key: string) => `CROSS JOIN LATERAL (
+      SELECT h.due_at AS head_due,
+        CASE WHEN NOT (${claimable('h')}) THEN '{}'::bigint[]
+          WHEN h.attempts >= h.max_attempts OR ${share} = 1 THEN ARRAY[h.id]
+          ELSE ARRAY[h.id] || ARRAY(${followers('h.ordering_key', 'h.id', String(share - 1))})
+        END AS ids
+      FROM ${messages} h
+      WHERE ${inKey('h', key)}
+      ORDER BY h.id
+      LIMIT 1) v`;
+  // The next key after `key` in key order: one descent of messages_ordering_unfinished.
+  const nextKey = (after: string) => `SELECT n.ordering_key::text AS k FROM ${messages} n
+        WHERE n.ordering_key > ${after} AND n.delivered_at IS NULL
+        ORDER BY n.ordering_key LIMIT 1`;
+  const firstKey = `SELECT n.ordering_key::text AS k FROM ${messages} n
+        WHERE n.ordering_key IS NOT NULL AND n.delivered_at IS NULL
+        ORDER BY n.ordering_key LIMIT 1`;
+  const walk = `
+  walk(step, k, wrapped, head_due, ids, total) AS (
+    SELECT 1, s.k, s.wrapped, v.head_due, v.ids, cardinality(v.ids)
+    FROM ((SELECT a.k, false AS wrapped FROM (${nextKey('$6::text')}) a)
+      UNION ALL (SELECT a.k, true FROM (${firstKey}) a)
+      LIMIT 1) s
+    ${visit('s.k')}
+    UNION ALL
+    SELECT w.step + 1, s.k, s.wrapped, v.head_due, v.ids, w.total + cardinality(v.ids)
+    FROM walk w
+    CROSS JOIN LATERAL ((SELECT a.k, w.wrapped AS wrapped FROM (${nextKey('w.k')}) a)
+      UNION ALL (SELECT a.k, true FROM (${firstKey}) a WHERE NOT w.wrapped)
+      LIMIT 1) s
+    ${visit('s.k')}
+    WHERE w.total < ${limit} AND (NOT s.wrapped OR $6::text IS NULL OR s.k <= $6::text)
+  ),
+  keyed_more AS (
+    SELECT w.step, w.k, w.head_due, e.id, ${share} + e.ord AS ord
+    FROM walk w
+    CROSS JOIN LATERAL (
+      SELECT x.id, row_number() OVER (ORDER BY x.id) AS ord
+      FROM (${followers(
+        'w.k',
+        `w.ids[${share}]`,
+        `CASE WHEN (SELECT max(total) FROM walk) < ${limit} THEN ${limit - share} ELSE 0 END`,
+      )}) x) e
+    WHERE cardinality(w.ids) = ${share}
+      AND (SELECT l.attempts < l.max_attempts FROM ${messages} l WHERE l.id = w.ids[${share}])
+  ),
+  keyed AS (
+    SELECT w.step, w.k, w.head_due, u.id, u.ord
+    FROM walk w CROSS JOIN LATERAL unnest(w.ids) WITH ORDINALITY u(id, ord)
+    UNION ALL
+    SELECT step, k, head_due, id, ord FROM keyed_more
+  ),`;
+  // The keyed rows `chosen` took, locked (SKIP LOCKED) and re-checked on their newest version,
+  // kept only as an unbroken run from the key's head: a row is kept when every row of its run up
+  // to it was locked. So a claim that skipped a head another claim is taking right now, or found
+  // it taken or finished since its snapshot, takes nothing behind it.
+  const lockRuns = `
+  locked AS (${parts.lockById('ARRAY(SELECT id FROM chosen WHERE k IS NOT NULL)')}
+  ),
+  locked_runs AS (
+    SELECT r.id, r.kind, r.destination, r.exhausted, r.watched FROM (
+      SELECT l.*, c.ord, count(l.id) OVER (PARTITION BY c.k ORDER BY c.ord) AS locked_through
+      FROM chosen c LEFT JOIN locked l ON l.id = c.id
+      WHERE c.k IS NOT NULL) r
+    WHERE r.locked_through = r.ord
+  ),`;
+  return { walk, lockRuns };
+}

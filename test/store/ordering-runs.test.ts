@@ -1,0 +1,202 @@
+import { describe, expect, it } from 'vitest';
+import { drainOnce } from '../../src/core/drain.js';
+import { RetryableDeliveryError } from '../../src/core/errors.js';
+import type { ClaimedMessage } from '../../src/core/outbox-store.js';
+import { delivered } from '../../src/core/settlement.js';
+import type { NewMessage } from '../../src/index.js';
+import { useTestDatabase } from '../support/database.js';
+import { claimRequest, freshOutbox, recordingSender, sleep } from '../support/drain-fixtures.js';
+import { DRIVER_NAMES, useDriver } from '../support/drivers.js';
+
+const database = useTestDatabase();
+
+/** `perKey` messages for each of `keys` ordering keys, enqueued key after key in turn. */
+function keyed(keys: number, perKey: number, name = 'key'): NewMessage[] {
+  return Array.from({ length: keys * perKey }, (_, index) => ({
+    kind: 'test.kind',
+    payload: { index },
+    orderingKey: `${name}-${index % keys}`,
+  }));
+}
+
+/** The claimed rows' ordering keys, each with how many rows of it the claim took. */
+function rowsPerKey(claimed: readonly ClaimedMessage[]): Map<string | null, number> {
+  const counts = new Map<string | null, number>();
+  for (const message of claimed) {
+    counts.set(message.orderingKey, (counts.get(message.orderingKey) ?? 0) + 1);
+  }
+  return counts;
+}
+
+describe('the claim of ordering keys as runs', () => {
+  const driver = useDriver('node-pg', database);
+
+  it("takes each key's head and the rows right behind it, a share per key before any key's second", async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    const keys = await outbox.enqueue(driver.db, keyed(4, 10));
+    const result = await store.claim(claimRequest({ limit: 12, keyShare: 3 }));
+    expect([...rowsPerKey(result.claimed).values()]).toEqual([3, 3, 3, 3]);
+    // A key's rows are its first, in id order, queued one after another in turns.
+    const ofKey = (n: number) => keys.filter((_, index) => index % 4 === n);
+    for (let n = 0; n < 4; n++) {
+      const taken = result.claimed.filter((message) => message.orderingKey === `key-${n}`);
+      expect(taken.map((message) => message.key)).toEqual(ofKey(n).slice(0, 3));
+    }
+    expect(result.claimed.slice(0, 4).map((message) => message.key)).toEqual(
+      [0, 1, 2, 3].map((n) => ofKey(n)[0]),
+    );
+  });
+
+  it('lets one key alone fill the claim, and more of every key once each has had its share', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    await outbox.enqueue(driver.db, keyed(1, 50, 'one'));
+    const alone = await store.claim(claimRequest({ limit: 40, keyShare: 4 }));
+    expect(alone.claimed).toHaveLength(40);
+    const { outbox: second, store: secondStore } = await freshOutbox(driver);
+    await second.enqueue(driver.db, keyed(3, 20));
+    // Shares of 4 in turns: 4 each, 4 each again, then the last 6 to the keys in walk order.
+    const few = await secondStore.claim(claimRequest({ limit: 30, keyShare: 4 }));
+    expect([...rowsPerKey(few.claimed).values()]).toEqual([12, 10, 8]);
+  });
+
+  it('merges unkeyed rows in due order with the runs, and one deep key takes no more than its share', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    await outbox.enqueue(driver.db, keyed(1, 500, 'deep'));
+    await outbox.enqueue(
+      driver.db,
+      Array.from({ length: 30 }, (_, index) => ({ kind: 'test.kind', payload: { index } })),
+    );
+    const result = await store.claim(claimRequest({ limit: 40, keyShare: 5 }));
+    expect(Object.fromEntries(rowsPerKey(result.claimed))).toEqual({ null: 30, 'deep-0': 10 });
+    // The unkeyed rows' cursor is the last of them; keyed rows do not move it.
+    const lastUnkeyed = result.claimed.filter((message) => message.orderingKey === null).at(-1);
+    expect(result.last?.id).toBe(lastUnkeyed?.id);
+  });
+
+  it('takes nothing behind a head another transaction holds, and nothing behind a head out on a live lease', async () => {
+    const { outbox, store, schema } = await freshOutbox(driver);
+    await outbox.enqueue(driver.db, keyed(2, 5));
+    const client = await database.pool.connect();
+    try {
+      await client.query('BEGIN');
+      // Lock key-0's head as another claim in flight would.
+      await client.query(
+        `SELECT id FROM ${schema}.messages WHERE ordering_key = 'key-0' ORDER BY id LIMIT 1 FOR UPDATE`,
+      );
+      const result = await store.claim(claimRequest({ limit: 10, keyShare: 5 }));
+      expect(Object.fromEntries(rowsPerKey(result.claimed))).toEqual({ 'key-1': 5 });
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+    const again = await store.claim(claimRequest({ limit: 10, keyShare: 5 }));
+    expect(Object.fromEntries(rowsPerKey(again.claimed))).toEqual({ 'key-0': 5 });
+    // Every head is out now: a claim finds nothing, although eight rows behind them are due.
+    const none = await store.claim(claimRequest({ limit: 10, keyShare: 5 }));
+    expect(none.claimed).toHaveLength(0);
+  });
+
+  it('ends a run before a row not yet due, of a kind it has no sender for, or whose attempts are spent', async () => {
+    const { outbox, store, schema } = await freshOutbox(driver);
+    const now = new Date(Date.now() + 1000);
+    const [a1, a2, , b1, b2, , c1] = await outbox.enqueue(driver.db, [
+      { kind: 'test.kind', payload: {}, orderingKey: 'a' },
+      { kind: 'test.kind', payload: {}, orderingKey: 'a' },
+      { kind: 'test.kind', payload: {}, orderingKey: 'a', delayMs: 60_000 },
+      { kind: 'test.kind', payload: {}, orderingKey: 'b' },
+      { kind: 'test.kind', payload: {}, orderingKey: 'b', maxAttempts: 1 },
+      { kind: 'test.kind', payload: {}, orderingKey: 'b' },
+      { kind: 'test.kind', payload: {}, orderingKey: 'c' },
+      { kind: 'test.kind', payload: {}, orderingKey: 'c' },
+    ]);
+    // b2's attempt is spent (its drain died holding it), c2 is of a kind this drain cannot send.
+    await database.pool.query(
+      `UPDATE ${schema}.messages SET attempts = 1 WHERE ordering_key = 'b' AND max_attempts = 1`,
+    );
+    await database.pool.query(
+      `UPDATE ${schema}.messages SET kind = 'other.kind'
+       WHERE id = (SELECT max(id) FROM ${schema}.messages WHERE ordering_key = 'c')`,
+    );
+    const result = await store.claim(claimRequest({ now, limit: 20, keyShare: 20 }));
+    expect(result.claimed.map((message) => message.key)).toEqual([a1, b1, c1, a2]);
+    expect(result.exhausted.map((message) => message.key)).toEqual([b2]);
+  });
+
+  it('starts its walk after the key it is given, and comes round to the first keys last', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    await outbox.enqueue(driver.db, keyed(6, 2));
+    const first = await store.claim(claimRequest({ limit: 4, keyShare: 2 }));
+    expect([...rowsPerKey(first.claimed).keys()]).toEqual(['key-0', 'key-1']);
+    expect(first.keysWalked).toBe('key-1');
+    const next = await store.claim(
+      claimRequest({ limit: 4, keyShare: 2, keysAfter: first.keysWalked }),
+    );
+    expect([...rowsPerKey(next.claimed).keys()]).toEqual(['key-2', 'key-3']);
+    // From key-4: key-5, then round from key-0 (key-0 to key-3 are out) to key-4 itself.
+    const round = await store.claim(claimRequest({ limit: 8, keyShare: 2, keysAfter: 'key-4' }));
+    expect(new Set(rowsPerKey(round.claimed).keys())).toEqual(new Set(['key-4', 'key-5']));
+    expect(round.keysWalked).toBe('key-4');
+  });
+
+  it("skips a dead head's key unless dead heads do not block, then starts at the row behind it", async () => {
+    const { outbox, store, schema } = await freshOutbox(driver);
+    const [, second] = await outbox.enqueue(driver.db, keyed(1, 3));
+    await database.pool.query(
+      `UPDATE ${schema}.messages SET state = 'dead', dead_at = now(), attempts = 1
+       WHERE id = (SELECT min(id) FROM ${schema}.messages)`,
+    );
+    const blocked = await store.claim(claimRequest({ limit: 10 }));
+    expect(blocked.claimed).toHaveLength(0);
+    const skipping = await store.claim(claimRequest({ limit: 10, deadHeadBlocks: false }));
+    expect(skipping.claimed.map((message) => message.key)[0]).toBe(second);
+    expect(skipping.claimed).toHaveLength(2);
+    await store.settle(
+      skipping.claimed.map((message) => ({ message, settlement: delivered() })),
+      new Date(),
+    );
+  });
+});
+
+describe.each(DRIVER_NAMES)('a drain sending runs through %s', (driverName) => {
+  const driver = useDriver(driverName, database);
+
+  it('sends a run in order in one lane at a time, and after a failure sends nothing behind it', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    const keys = await outbox.enqueue(driver.db, keyed(2, 6));
+    const failing = keys[4]; // key-0's third
+    let inFlightOfKey0 = 0;
+    let mostInFlightOfKey0 = 0;
+    const sender = recordingSender(async (message) => {
+      if (message.orderingKey === 'key-0') {
+        inFlightOfKey0 += 1;
+        mostInFlightOfKey0 = Math.max(mostInFlightOfKey0, inFlightOfKey0);
+        await sleep(5);
+        inFlightOfKey0 -= 1;
+      }
+      if (message.key === failing) throw new RetryableDeliveryError('receiver busy');
+    });
+    const report = await drainOnce({
+      store,
+      senders: { 'test.kind': sender.send },
+      batchSize: 12,
+      concurrency: 4,
+      backoff: { baseMs: 60_000, capMs: 60_000 },
+    });
+    expect(mostInFlightOfKey0).toBe(1);
+    // key-0: two delivered, the third failed (due again in a minute), the three behind it went
+    // back unsent; key-1 delivered whole.
+    const key0 = keys.filter((_, index) => index % 2 === 0);
+    const key1 = keys.filter((_, index) => index % 2 === 1);
+    expect(
+      sender.calls.filter((call) => call.orderingKey === 'key-0').map((call) => call.key),
+    ).toEqual(key0.slice(0, 3));
+    expect(sender.delivered.filter((key) => key1.includes(key))).toEqual(key1);
+    expect(report).toMatchObject({ delivered: 8, retried: 1, sends: 9 });
+    const stats = await store.stats(new Date());
+    expect(stats.pending).toBe(4);
+    // Released unsent: their attempts are not spent.
+    for (const key of key0.slice(3)) {
+      expect((await store.getByKey(key))?.attempts).toBe(0);
+    }
+  });
+});
