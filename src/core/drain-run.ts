@@ -27,17 +27,18 @@ export interface QueuedMessage {
   lease: ClaimLease;
   /**
    * A follower in its ordering key's run (the claim took its key's head and the rows right
-   * behind it): whether the one before it was delivered. It is sent only after that, and goes
-   * back released when that one was not, so nothing passes a message that will be retried.
+   * behind it): 'ahead' while the row before it has no outcome, then 'go' once that one was
+   * delivered, or 'drop' when it was not. A lane takes it only then, and a dropped one goes back
+   * released, uncounted, so nothing passes a message that will be retried.
    */
-  behind?: Promise<boolean>;
-  /** Tells the next of its run whether this one was delivered; the first answer counts. */
-  passOn?: (delivered: boolean) => void;
+  turn?: 'ahead' | 'go' | 'drop';
+  /** The next row of its run, told this one's outcome (see {@link tellFollower}). */
+  follower?: QueuedMessage;
 }
 
 /**
  * Queues a claim's rows in the order the claim gave them, each of an ordering key behind the
- * one before it with that key (see QueuedMessage.behind).
+ * one before it with that key (see QueuedMessage.turn).
  */
 export function enqueueClaimed(run: DrainRun, rows: readonly QueuedMessage[]): void {
   const lastOfKey = new Map<string, QueuedMessage>();
@@ -46,14 +47,33 @@ export function enqueueClaimed(run: DrainRun, rows: readonly QueuedMessage[]): v
     if (key !== null) {
       const before = lastOfKey.get(key);
       if (before) {
-        queued.behind = new Promise((resolve) => {
-          before.passOn = resolve;
-        });
+        before.follower = queued;
+        queued.turn = 'ahead';
       }
       lastOfKey.set(key, queued);
     }
     run.queue.push(queued);
   }
+}
+
+/**
+ * The next queued row a lane may take: the first that is not waiting for the row ahead of it in
+ * its run. Rows are taken in queue order otherwise, so a claim's rows go out oldest claim first.
+ */
+export function takeNext(run: DrainRun): QueuedMessage | undefined {
+  const index = run.queue.findIndex((queued) => queued.turn !== 'ahead');
+  return index < 0 ? undefined : run.queue.splice(index, 1)[0];
+}
+
+/**
+ * Tells the next row of a run whether this one was delivered; only the first word counts, so a
+ * lane may say `false` again on its way out whatever became of the row.
+ */
+export function tellFollower(run: DrainRun, queued: QueuedMessage, delivered: boolean): void {
+  const { follower } = queued;
+  if (follower?.turn !== 'ahead') return;
+  follower.turn = delivered ? 'go' : 'drop';
+  notify(run);
 }
 
 export interface DrainRun {

@@ -13,6 +13,8 @@ import {
   type QueuedMessage,
   sendContext,
   sendsAffordable,
+  takeNext,
+  tellFollower,
   withReport,
 } from './drain-run.js';
 import {
@@ -106,34 +108,18 @@ async function lane(run: DrainRun, shared: LaneShared): Promise<void> {
       await sendOne(run, shared, next);
     } finally {
       // Whatever became of it (a lane that throws included), the next of its run hears.
-      next.passOn?.(false);
+      tellFollower(run, next, false);
     }
   }
 }
 
-/**
- * Sends one row taken by a lane (counted as a send and in flight) and adds its outcome to the
- * settle groups. A follower in its key's run waits for the one before it first, and goes back
- * released, uncounted, if that one was not delivered or if it may no longer be sent.
- */
+/** Sends one row taken by a lane (counted as a send and in flight); adds its outcome to the settle groups. */
 async function sendOne(
   run: DrainRun,
   { timeouts, settles, context }: LaneShared,
   next: QueuedMessage,
 ): Promise<void> {
   const { settings } = run;
-  if (next.behind) {
-    const delivered = await next.behind;
-    const why = delivered ? reasonNotToSend(next, run) : 'behind';
-    if (why) {
-      if (why !== 'behind' && why !== 'lease') noteStop(run, why);
-      run.report.sends -= 1;
-      run.inFlight -= 1;
-      settles.add({ message: next.message, settlement: release(settings.clock.now()) }, next.lease);
-      notify(run);
-      return;
-    }
-  }
   // The attempt's duration by the monotonic clock: a clock step mid-send does not make a
   // send take minutes, or less than nothing.
   const sendStartedAt = performance.now();
@@ -150,7 +136,7 @@ async function sendOne(
   } else {
     settlement = outcomeOf(next.message, result, settings, durationMs);
   }
-  next.passOn?.(settlement.outcome === 'delivered');
+  tellFollower(run, next, settlement.outcome === 'delivered');
   settles.add({ message: next.message, settlement }, next.lease);
   notify(run);
 }
@@ -167,13 +153,13 @@ async function nextToSend(
 ): Promise<QueuedMessage | undefined> {
   const { settings } = run;
   for (;;) {
-    const next = run.queue.shift();
+    const next = takeNext(run);
     if (next) {
-      // A follower is checked when the one before it is done (see sendOne).
-      const why = next.behind ? undefined : reasonNotToSend(next, run);
+      // A follower whose row ahead was not delivered goes back unsent (see QueuedMessage.turn).
+      const why = next.turn === 'drop' ? 'behind' : reasonNotToSend(next, run);
       if (why) {
-        if (why !== 'lease') noteStop(run, why);
-        next.passOn?.(false);
+        if (why !== 'lease' && why !== 'behind') noteStop(run, why);
+        tellFollower(run, next, false);
         const settlement = release(settings.clock.now());
         settles.add({ message: next.message, settlement }, next.lease);
         continue;
@@ -374,7 +360,7 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
   if (result.keysWalked !== undefined) run.keysAfter = result.keysWalked;
   report.claimed += claimed.length;
   report.dead += exhausted.length;
-  run.moreDue = claimed.length >= limit || exhausted.length > 0;
+  run.moreDue = (claimed.length >= limit || exhausted.length > 0) && result.caughtUp !== true;
   run.lastClaimFound = claimed.length > 0 || exhausted.length > 0 || unrecorded;
   run.unsettled += claimed.length;
   if (claimed.length > 0) run.unsettledClaims += 1;

@@ -151,6 +151,12 @@ export interface ClaimResult {
   last?: ClaimCursor;
   /** Where the next due claim's walk of ordering keys starts; absent when it took no key's run. */
   keysWalked?: string;
+  /**
+   * Due claims: nothing more was claimable until this claim's rows are recorded (what is left
+   * waits behind them, is out with other drains, or is not yet due), so a claim ahead would come
+   * back empty. The drain then claims again once its rows are recorded.
+   */
+  caughtUp?: boolean;
 }
 
 /** What a settle needs of a claimed message: where its row is, the claim that owns it, its key and size. */

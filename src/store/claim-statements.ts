@@ -278,8 +278,25 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
         ? ''
         : `,
     (SELECT c.k FROM chosen c WHERE c.id = ANY(ARRAY(SELECT id FROM locked_runs))
-      ORDER BY c.step DESC LIMIT 1) AS walk_key`
+      ORDER BY c.step DESC LIMIT 1) AS walk_key,
+    ${caughtUp(target.limit)} AS caught_up`
     }`;
+}
+
+/**
+ * Whether nothing more is claimable until this claim's rows are recorded: the walk visited
+ * every key (it found none after the one that filled the claim), every key it found a run for
+ * is in the claim, and the unkeyed scan came back short with all it found taken. What is left is
+ * behind this claim's own runs, out with other drains, or not yet due, so a claim made before
+ * these rows are recorded would find nothing: the drain claims again once they are (a backlog of
+ * a few deep keys otherwise paid two empty claims ahead for every full one).
+ */
+function caughtUp(limit: number): string {
+  return `(NOT EXISTS (SELECT 1 FROM walk WHERE total >= ${limit} AND cardinality(ids) = 0)
+      AND NOT EXISTS (SELECT 1 FROM walk w WHERE cardinality(w.ids) > 0
+        AND NOT EXISTS (SELECT 1 FROM chosen c WHERE c.k = w.k))
+      AND (SELECT count(*) FROM unkeyed) < ${limit}
+      AND (SELECT count(*) FROM unkeyed) = (SELECT count(*) FROM chosen WHERE k IS NULL))`;
 }
 
 /**

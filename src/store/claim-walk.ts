@@ -69,9 +69,9 @@ export function keyedRunsStatement(
   // One key's visit: its head (the first row its order runs through) and, if the head is
   // claimable, its run: the head, then followers up to the share, unless the head's attempts
   // are spent. The followers are read only behind a claimable head.
-  const visit = (key: string) => `CROSS JOIN LATERAL (
+  const visit = (key: string, open: string) => `CROSS JOIN LATERAL (
       SELECT h.due_at AS head_due,
-        CASE WHEN NOT (${claimable('h')}) THEN '{}'::bigint[]
+        CASE WHEN NOT (${open}) OR NOT (${claimable('h')}) THEN '{}'::bigint[]
           WHEN h.attempts >= h.max_attempts OR ${share} = 1 THEN ARRAY[h.id]
           ELSE ARRAY[h.id] || ARRAY(${followers('h.ordering_key', 'h.id', String(share - 1))})
         END AS ids
@@ -92,15 +92,16 @@ export function keyedRunsStatement(
     FROM ((SELECT a.k, false AS wrapped FROM (${nextKey('$6::text')}) a)
       UNION ALL (SELECT a.k, true FROM (${firstKey}) a)
       LIMIT 1) s
-    ${visit('s.k')}
+    ${visit('s.k', 'true')}
     UNION ALL
     SELECT w.step + 1, s.k, s.wrapped, v.head_due, v.ids, w.total + cardinality(v.ids)
     FROM walk w
     CROSS JOIN LATERAL ((SELECT a.k, w.wrapped AS wrapped FROM (${nextKey('w.k')}) a)
       UNION ALL (SELECT a.k, true FROM (${firstKey}) a WHERE NOT w.wrapped)
       LIMIT 1) s
-    ${visit('s.k')}
-    WHERE w.total < ${limit} AND (NOT s.wrapped OR $6::text IS NULL OR s.k <= $6::text)
+    ${visit('s.k', `w.total < ${limit}`)}
+    WHERE (w.total < ${limit} OR cardinality(w.ids) > 0)
+      AND (NOT s.wrapped OR $6::text IS NULL OR s.k <= $6::text)
   ),
   keyed_more AS (
     SELECT w.step, w.k, w.head_due, e.id, ${share} + e.ord AS ord

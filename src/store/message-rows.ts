@@ -76,6 +76,8 @@ export type ClaimedRow = Pick<
   due_ms: number | string;
   /** Due claims: the last key the walk took a run of (the same on every row). */
   walk_key?: string | null;
+  /** Due claims: nothing more was claimable until these rows are recorded (every row alike). */
+  caught_up?: boolean | null;
 };
 
 export function claimedFromRow(row: ClaimedRow, claimToken: string): ClaimedMessage {
@@ -121,8 +123,9 @@ export function claimResultFromRows(rows: readonly ClaimedRow[], claimToken: str
     }
   }
   const keysWalked = rows.find((row) => row.walk_key != null)?.walk_key ?? undefined;
-  const result: ClaimResult =
-    keysWalked === undefined ? { claimed, exhausted } : { claimed, exhausted, keysWalked };
+  const result: ClaimResult = { claimed, exhausted };
+  if (keysWalked !== undefined) result.keysWalked = keysWalked;
+  if (rows[0]?.caught_up === true) result.caughtUp = true;
   // A probe (a half-open destination's one message) may lie anywhere in due order, and keyed
   // rows come from the walk: the next claim's scan starts after the last row the due scan took,
   // never past rows it did not read.

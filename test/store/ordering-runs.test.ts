@@ -138,6 +138,26 @@ describe('the claim of ordering keys as runs', () => {
     expect(round.keysWalked).toBe('key-4');
   });
 
+  it('says it caught up only when every key was visited, every run taken and every due unkeyed row', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    await outbox.enqueue(driver.db, keyed(2, 20));
+    // Two keys fill the claim, and no third key lies beyond them: the rest waits behind these runs.
+    const both = await store.claim(claimRequest({ limit: 10, keyShare: 5 }));
+    expect([both.claimed.length, both.caughtUp]).toEqual([10, true]);
+    const { outbox: more, store: moreStore } = await freshOutbox(driver);
+    await more.enqueue(driver.db, keyed(3, 20));
+    const third = await moreStore.claim(claimRequest({ limit: 10, keyShare: 5 }));
+    expect(third.claimed).toHaveLength(10);
+    expect(third.caughtUp).toBeUndefined();
+    // Unkeyed rows past the limit are due as well.
+    await more.enqueue(
+      driver.db,
+      Array.from({ length: 12 }, (_, index) => ({ kind: 'test.kind', payload: { index } })),
+    );
+    const unkeyed = await moreStore.claim(claimRequest({ limit: 10, keyShare: 5 }));
+    expect(unkeyed.caughtUp).toBeUndefined();
+  });
+
   it("skips a dead head's key unless dead heads do not block, then starts at the row behind it", async () => {
     const { outbox, store, schema } = await freshOutbox(driver);
     const [, second] = await outbox.enqueue(driver.db, keyed(1, 3));
