@@ -6,6 +6,7 @@
 import { CRASH_TEST, DEADLINE_TEST, drainTest, type Mutation, type NamedTest } from './mutation.js';
 
 const DRAIN = 'src/core/drain.ts';
+const DRAIN_RUN = 'src/core/drain-run.ts';
 const SEND = 'src/core/send-outcome.ts';
 const APP_TEST = 'test/reference-service/app.test.ts';
 const BUDGET_TEST_FILE = 'test/store/subrequest-budget.test.ts';
@@ -80,7 +81,13 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
   {
     name: "send a run's follower before the one ahead of it is done",
     row: 11,
-    edits: [{ file: DRAIN, find: '  if (next.behind) {\n', replace: '  if (false) {\n' }],
+    edits: [
+      {
+        file: DRAIN_RUN,
+        find: "run.queue.findIndex((queued) => queued.turn !== 'ahead')",
+        replace: 'run.queue.findIndex(() => true)',
+      },
+    ],
     tests: [
       runsDrainTest(
         'sends a run in order in one lane at a time, and after a failure sends nothing behind it',
@@ -94,7 +101,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: DRAIN,
-        find: "const why = delivered ? reasonNotToSend(next, run) : 'behind';",
+        find: "const why = next.turn === 'drop' ? 'behind' : reasonNotToSend(next, run);",
         replace: 'const why = reasonNotToSend(next, run);',
       },
     ],

@@ -122,6 +122,29 @@ describe('the claim of ordering keys as runs', () => {
     expect(result.exhausted.map((message) => message.key)).toEqual([b2]);
   });
 
+  it("counts only a run's claimable rows against the limit, so the keys after it still get theirs", async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    const [a1, , , b1, b2] = await outbox.enqueue(driver.db, [
+      { kind: 'test.kind', payload: {}, orderingKey: 'a' },
+      { kind: 'test.kind', payload: {}, orderingKey: 'a', delayMs: 60_000 },
+      { kind: 'test.kind', payload: {}, orderingKey: 'a' },
+      { kind: 'test.kind', payload: {}, orderingKey: 'b' },
+      { kind: 'test.kind', payload: {}, orderingKey: 'b' },
+    ]);
+    // a2 is not due: a's run is a1 alone, and b's two rows fill the claim.
+    const result = await store.claim(claimRequest({ limit: 3, keyShare: 3 }));
+    expect(result.claimed.map((message) => message.key)).toEqual([a1, b1, b2]);
+  });
+
+  it("takes for a kick no row whose key's head is unfinished", async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    const keys = await outbox.enqueue(driver.db, keyed(1, 3, 'kicked'));
+    const behind = await store.claim(claimRequest({ keys: [keys[1]!, keys[2]!] }));
+    expect(behind.claimed).toHaveLength(0);
+    const head = await store.claim(claimRequest({ keys: [keys[0]!, keys[1]!] }));
+    expect(head.claimed.map((message) => message.key)).toEqual([keys[0]]);
+  });
+
   it('starts its walk after the key it is given, and comes round to the first keys last', async () => {
     const { outbox, store } = await freshOutbox(driver);
     await outbox.enqueue(driver.db, keyed(6, 2));
