@@ -17,6 +17,10 @@ const REFUSALS_TEST_FILE = 'test/store/settle-refusals.test.ts';
 
 /** A drain test in test/store/claim-cursor.test.ts (node-pg only, so no driver to pick). */
 const cursorTest = (name: string): NamedTest => ({ file: 'test/store/claim-cursor.test.ts', name });
+const keylessTest = (name: string): NamedTest => ({
+  file: 'test/store/keyless-claims.test.ts',
+  name,
+});
 const runsDrainTest = (name: string): NamedTest => ({
   file: 'test/store/ordering-runs.test.ts',
   name,
@@ -331,6 +335,35 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
       cursorTest(
         'a row that comes due behind the cursor goes out with the next scan from the start',
       ),
+    ],
+  },
+  {
+    name: 'a partial claim ends the drain like a short one',
+    row: 20,
+    edits: [
+      {
+        file: DRAIN,
+        find: ` ||
+    result.partial === true;`,
+        replace: ';',
+      },
+    ],
+    tests: [
+      keylessTest('a drain delivers a keyed message enqueued as it finishes the unkeyed ones'),
+    ],
+  },
+  {
+    name: 'a short claim that left keyed rows out is never partial',
+    row: 20,
+    edits: [
+      {
+        file: 'src/store/due-claim.ts',
+        find: 'if (keyedWaiting && rows.length < request.limit) result.partial = true;',
+        replace: '',
+      },
+    ],
+    tests: [
+      keylessTest('a drain delivers a keyed message enqueued as it finishes the unkeyed ones'),
     ],
   },
   {

@@ -262,6 +262,20 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     tests: [drainTest('a dead head holds back the rest of its ordering key unless told otherwise')],
   },
   {
+    name: 'the walk stops at a key left with dead messages only',
+    row: 12,
+    edits: [
+      { file: CLAIM_WALK, find: 'LIMIT 1) v ON true', replace: 'LIMIT 1) v ON v.ids IS NOT NULL' },
+    ],
+    tests: [
+      {
+        file: 'test/store/ordering-runs.test.ts',
+        name: 'walks on past a key left with dead messages only, where dead heads do not block',
+        driver: 'node-pg',
+      },
+    ],
+  },
+  {
     name: 'count the attempt at settle instead of claim',
     row: 13,
     edits: [
@@ -339,6 +353,23 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
         file: 'test/store/admin.test.ts',
         name: 'purges old delivered and dead rows in bounded statements and keeps the rest',
         driver: 'node-pg',
+      },
+    ],
+  },
+  {
+    name: 'a claim that left keyed rows out never says one waits',
+    row: 20,
+    edits: [
+      {
+        file: CLAIM_STATEMENTS,
+        find: 'EXISTS (${anyKey}) AS keyed_waiting',
+        replace: 'false AS keyed_waiting',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/keyless-claims.test.ts',
+        name: 'take a keyed message enqueued meanwhile on the claim after the next',
       },
     ],
   },

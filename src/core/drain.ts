@@ -360,7 +360,9 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
   if (result.keysWalked !== undefined) run.keysAfter = result.keysWalked;
   report.claimed += claimed.length;
   report.dead += exhausted.length;
-  run.moreDue = (claimed.length >= limit || exhausted.length > 0) && result.caughtUp !== true;
+  run.moreDue =
+    ((claimed.length >= limit || exhausted.length > 0) && result.caughtUp !== true) ||
+    result.partial === true;
   run.lastClaimFound = claimed.length > 0 || exhausted.length > 0 || unrecorded;
   run.unsettled += claimed.length;
   if (claimed.length > 0) run.unsettledClaims += 1;

@@ -157,6 +157,12 @@ export interface ClaimResult {
    * back empty. The drain then claims again once its rows are recorded.
    */
   caughtUp?: boolean;
+  /**
+   * Due claims: the claim looked at only some of the due rows (a store may leave out a kind of
+   * row it last found none of), so coming back short does not mean nothing more was due: claim
+   * again.
+   */
+  partial?: boolean;
 }
 
 /** What a settle needs of a claimed message: where its row is, the claim that owns it, its key and size. */

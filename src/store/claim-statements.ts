@@ -4,8 +4,8 @@
  */
 
 import type { ClaimRequest } from '../core/outbox-store.js';
-import { keyedRunsStatement } from './claim-walk.js';
-import { PARK_SCAN_ROWS } from './destination-statements.js';
+import { probeStatement } from './claim-probes.js';
+import { firstKeyStatement, keyedRunsStatement } from './claim-walk.js';
 import { CLAIMED_COLUMNS } from './message-columns.js';
 import { countOutcomes } from './outcome-counts.js';
 
@@ -17,15 +17,20 @@ const FAILING = 1;
 const PAUSED = 2;
 
 /** Claim texts kept per limit; past this many distinct limits, the kept ones are forgotten. */
-const CLAIM_TEXTS_KEPT = 8;
+const CLAIM_TEXTS_KEPT = 16;
 
-/** What shapes a due claim's text: its limit, a key's share, a cursor, probes. */
+/** What shapes a due claim's text: its limit, a key's share, a cursor, probes, keyed rows. */
 export interface DueClaimShape {
   limit: number;
   /** Rows one ordering key may take before every other key has had its turn. */
   share: number;
   after: boolean;
   probe?: boolean;
+  /**
+   * false: unkeyed rows only, for when no message with an ordering key is unfinished (see
+   * PostgresOutboxStore.claim); the rows then say whether one is now. Default true.
+   */
+  keyed?: boolean;
 }
 
 /** The shape of the due claim a drain's request asks for. */
@@ -49,12 +54,12 @@ export function dueClaimParameters(request: ClaimRequest, shared: readonly unkno
 export function claimStatements(quotedSchema: string): (shape: DueClaimShape) => string {
   const texts = new Map<string, string>();
   return (shape) => {
-    const { limit, share, after, probe = false } = shape;
-    const name = `${limit}/${share}${after ? ' after' : ''}${probe ? ' probe' : ''}`;
+    const { limit, share, after, probe = false, keyed = true } = shape;
+    const name = `${limit}/${share}${after ? ' after' : ''}${probe ? ' probe' : ''}${keyed ? '' : ' unkeyed'}`;
     let text = texts.get(name);
     if (text === undefined) {
       if (texts.size >= CLAIM_TEXTS_KEPT) texts.clear();
-      text = claimStatement(quotedSchema, { limit, share, after, probe });
+      text = claimStatement(quotedSchema, { limit, share, after, probe, keyed });
       texts.set(name, text);
     }
     return text;
@@ -155,6 +160,7 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
   // of a half-open one is taken apart (probeStatement).
   const unkeyedRows = (where: string, limit: string) => candidates(where, limit, true, false);
   let dueCtes: string;
+  const keyed = target === 'keys' || target.keyed !== false;
   if (target === 'keys') {
     dueCtes = `due AS (${candidates('AND m.key = ANY($6::uuid[])', '$7', true)}
   ),`;
@@ -177,44 +183,13 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
       unkeyed = `unkeyed AS (${unkeyedRows('', String(limit))}
   ),`;
     }
-    const health = `(CASE WHEN %.destination IS NOT NULL AND (SELECT watching FROM claim_now) THEN (
-          SELECT d.paused_until IS NOT NULL FROM ${destinations} d
-          WHERE d.destination = %.destination) END)`;
-    const { walk, lockRuns } = keyedRunsStatement(
-      messages,
-      {
-        claimable: (a) => `${due(a)}
-          AND ${health.replaceAll('%', a)} IS NOT TRUE`,
-        lockById: (ids) => `
-    SELECT m.id, m.kind, m.destination, m.attempts >= m.max_attempts AS exhausted,
-      h.health = ${FAILING} AS watched
-    FROM ${messages} m${destinationHealth(destinations)}
-    WHERE m.id = ANY(${ids}) AND ${due('m')}
-      AND h.health IS DISTINCT FROM ${PAUSED}
-    FOR UPDATE OF m SKIP LOCKED`,
-      },
-      { limit, share },
-    );
-    // Every unkeyed row and every key's first share sort before any key's second share; in a
-    // share, by due time (a run by its head's). A key's rows stay in run order, so the cut at the
-    // limit keeps a prefix of each run.
-    dueCtes = `${unkeyed}${walk}
-  chosen AS MATERIALIZED (
-    SELECT id, step, k, ord FROM (
-      SELECT id, NULL::integer AS step, NULL::text AS k, 1::bigint AS ord, 0::bigint AS share,
-        due_at AS sort_due
-      FROM unkeyed
-      UNION ALL
-      SELECT id, step, k, ord, (ord - 1) / ${share}, head_due FROM keyed) c
-    ORDER BY share, sort_due, step, ord
-    LIMIT ${limit}
-  ),${lockRuns}
-  due AS (
-    SELECT id, kind, destination, exhausted, watched FROM unkeyed
-    WHERE id = ANY(ARRAY(SELECT id FROM chosen WHERE k IS NULL))
-    UNION ALL
-    SELECT id, kind, destination, exhausted, watched FROM locked_runs
-  ),`;
+    dueCtes = keyed
+      ? `${unkeyed}${keyedRuns(messages, destinations, due, { limit, share })}`
+      : // $4 (whether dead heads block) and $6 (the walk's start) have no keyed rows to act on
+        // here; they are read so that they have a type.
+        `${unkeyed}
+  due AS (SELECT id, kind, destination, exhausted, watched FROM unkeyed
+    WHERE ($4::boolean OR $6::text IS NULL OR true)),`;
   }
   // Probes only where the drain asks (a due claim now and then): the other claims do not pay
   // for the lookup and the destinations write. The after-commit kick never probes.
@@ -273,14 +248,77 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
         ? `,
     m.id = ANY(ARRAY(SELECT id FROM probe WHERE id IS NOT NULL)) AS probe`
         : ''
-    }${
-      target === 'keys'
-        ? ''
-        : `,
+    }${target === 'keys' ? '' : dueClaimFlags(messages, target.limit, keyed)}`;
+}
+
+/**
+ * The keyed half of a due claim after its `unkeyed` CTE: the walk of the keys (claim-walk.ts),
+ * `chosen` (the unkeyed rows and the runs, merged in turns up to the limit), the runs locked, and
+ * `due`. `due` is the claim's test of a row of the given alias being due.
+ */
+function keyedRuns(
+  messages: string,
+  destinations: string,
+  due: (alias: string) => string,
+  shape: { limit: number; share: number },
+): string {
+  const { limit, share } = shape;
+  const health = `(CASE WHEN %.destination IS NOT NULL AND (SELECT watching FROM claim_now) THEN (
+          SELECT d.paused_until IS NOT NULL FROM ${destinations} d
+          WHERE d.destination = %.destination) END)`;
+  const { walk, lockRuns } = keyedRunsStatement(
+    messages,
+    {
+      claimable: (a) => `${due(a)}
+        AND ${health.replaceAll('%', a)} IS NOT TRUE`,
+      lockById: (ids) => `
+    SELECT m.id, m.kind, m.destination, m.attempts >= m.max_attempts AS exhausted,
+      h.health = ${FAILING} AS watched
+    FROM ${messages} m${destinationHealth(destinations)}
+    WHERE m.id = ANY(${ids}) AND ${due('m')}
+      AND h.health IS DISTINCT FROM ${PAUSED}
+    FOR UPDATE OF m SKIP LOCKED`,
+    },
+    { limit, share },
+  );
+  // Every unkeyed row and every key's first share sort before any key's second share; in a
+  // share, by due time (a run by its head's). A key's rows stay in run order, so the cut at the
+  // limit keeps a prefix of each run.
+  return `${walk}
+  chosen AS MATERIALIZED (
+    SELECT id, step, k, ord FROM (
+      SELECT id, NULL::integer AS step, NULL::text AS k, 1::bigint AS ord, 0::bigint AS share,
+        due_at AS sort_due
+      FROM unkeyed
+      UNION ALL
+      SELECT id, step, k, ord, (ord - 1) / ${share}, head_due FROM keyed) c
+    ORDER BY share, sort_due, step, ord
+    LIMIT ${limit}
+  ),${lockRuns}
+  due AS (
+    SELECT id, kind, destination, exhausted, watched FROM unkeyed
+    WHERE id = ANY(ARRAY(SELECT id FROM chosen WHERE k IS NULL))
+    UNION ALL
+    SELECT id, kind, destination, exhausted, watched FROM locked_runs
+  ),`;
+}
+
+/**
+ * What a due claim's rows say beside themselves, alike on every row. A keyed claim: walk_key,
+ * where the next walk starts; caught_up (see caughtUp); keyless, no message with an ordering key
+ * is unfinished, so the next claims may leave keyed rows out. An unkeyed claim: keyed_waiting,
+ * one is unfinished now, so the next claim must walk the keys again.
+ */
+function dueClaimFlags(messages: string, limit: number, keyed: boolean): string {
+  const anyKey = firstKeyStatement(messages);
+  return keyed
+    ? `,
     (SELECT c.k FROM chosen c WHERE c.id = ANY(ARRAY(SELECT id FROM locked_runs))
       ORDER BY c.step DESC LIMIT 1) AS walk_key,
-    ${caughtUp(target.limit)} AS caught_up`
-    }`;
+    ${caughtUp(limit)} AS caught_up,
+    NOT EXISTS (${anyKey}) AS keyless`
+    : `,
+    EXISTS (${anyKey}) AS keyed_waiting`;
 }
 
 /**
@@ -323,78 +361,3 @@ function destinationHealth(destinations: string): string {
           FROM ${destinations} d WHERE d.destination = m.destination) END AS health
       OFFSET 0) h`;
 }
-
-/**
- * Half-open destinations' probes: for each destination whose pause has ended and that has no
- * probe out, its first claimable message (the head of its ordering key, as any claim takes),
- * at most {@link PROBES_PER_CLAIM} destinations per claim. The destination's row is locked
- * (SKIP LOCKED: a row another claim is probing from right now is simply not ours) and given
- * the probe's lease in the same statement, so of two overlapping claims only one sends a probe:
- * the other skips the locked row, or, when the first has committed, re-reads it under READ
- * COMMITTED and finds the probe out. The probe's settle closes the destination (a delivery) or
- * opens it again (a failure); a probe whose drain died lets another go when its lease ends.
- */
-function probeStatement(messages: string, destinations: string, firstCandidate: string): string {
-  return `
-  half_open AS MATERIALIZED (
-    SELECT d.destination, p.id, p.kind, p.exhausted
-    FROM ${destinations} d
-    LEFT JOIN LATERAL (${firstCandidate}) p ON true
-    WHERE d.paused_until <= $1 AND (d.probe_until IS NULL OR d.probe_until <= $1)
-    ORDER BY d.paused_until
-    LIMIT ${PROBES_PER_CLAIM}
-    FOR UPDATE OF d SKIP LOCKED
-  ),
-  -- A destination with nothing to probe now (nothing due, or all of it held or locked) is
-  -- looked at again after PROBE_LOOK_AGAIN_MS, not by every claim: finding that out walks the
-  -- due order.
-  probe AS (
-    UPDATE ${destinations} d SET probe_until = $1::timestamptz + CASE WHEN h.id IS NULL
-        THEN ${PROBE_LOOK_AGAIN_MS} ELSE $3 END * interval '1 millisecond',
-      updated_at = $1
-    FROM half_open h
-    WHERE d.destination = h.destination
-    RETURNING h.id, h.kind, h.exhausted, h.destination
-  ),
-  -- Messages of open destinations at the head of due order, moved to their pause's end: those
-  -- enqueued by a transaction that did not see the pause (enqueue parks the rest), or that
-  -- failed as it opened, or lay past the window the opening settle parked
-  -- (destination-statements.ts). Until then every claim steps over them; this way at most a
-  -- probe interval. Only when a destination is open (the one-time filter), in
-  -- the first PARK_SCAN_ROWS of due order, rows another claim holds skipped. Disjoint from
-  -- due (which passes over paused destinations) and from probes (half-open, not open).
-  parked AS (
-    UPDATE ${messages} m SET due_at = d.paused_until
-    FROM ${destinations} d
-    WHERE m.id = ANY(ARRAY(
-        SELECT p.id FROM ${messages} p
-        WHERE p.id = ANY(ARRAY(
-            SELECT w.id FROM (
-              SELECT id, destination, state FROM ${messages}
-              WHERE state IN ('pending', 'claimed') AND due_at <= $1
-              ORDER BY due_at, id
-              LIMIT ${PARK_SCAN_ROWS}) w
-            WHERE EXISTS (SELECT 1 FROM ${destinations} WHERE paused_until > $1)
-              AND w.state = 'pending'
-              AND w.destination IN (
-                SELECT destination FROM ${destinations} WHERE paused_until > $1)))
-          AND p.state = 'pending'
-        FOR UPDATE SKIP LOCKED))
-      AND d.destination = m.destination
-      AND d.paused_until > $1
-      AND m.state = 'pending'
-  ),`;
-}
-
-/**
- * How long a half-open destination with nothing to probe waits before a claim looks again: a
- * message enqueued for it meanwhile waits at most this long for its probe, and a claim walks
- * the due order for it at most this often.
- */
-const PROBE_LOOK_AGAIN_MS = 5_000;
-
-/**
- * Destinations one claim may probe. A probe is one message, so a few cost a claim little; more
- * half-open at once wait a claim or two.
- */
-const PROBES_PER_CLAIM = 8;

@@ -69,7 +69,9 @@ export function keyedRunsStatement(
   // One key's visit: its head (the first row its order runs through) and, if the head is
   // claimable, its run: the head, then followers up to the share, unless the head's attempts
   // are spent. The followers are read only behind a claimable head.
-  const visit = (key: string, open: string) => `CROSS JOIN LATERAL (
+  // A LEFT JOIN: a key with nothing in its order (only dead messages, where dead heads do not
+  // block) is a step with no run, and the walk goes on past it.
+  const visit = (key: string, open: string) => `LEFT JOIN LATERAL (
       SELECT h.due_at AS head_due,
         CASE WHEN NOT (${open}) OR NOT (${claimable('h')}) THEN '{}'::bigint[]
           WHEN h.attempts >= h.max_attempts OR ${share} = 1 THEN ARRAY[h.id]
@@ -78,23 +80,22 @@ export function keyedRunsStatement(
       FROM ${messages} h
       WHERE ${inKey('h', key)}
       ORDER BY h.id
-      LIMIT 1) v`;
+      LIMIT 1) v ON true`;
   // The next key after `key` in key order: one descent of messages_ordering_unfinished.
   const nextKey = (after: string) => `SELECT n.ordering_key::text AS k FROM ${messages} n
         WHERE n.ordering_key > ${after} AND n.delivered_at IS NULL
         ORDER BY n.ordering_key LIMIT 1`;
-  const firstKey = `SELECT n.ordering_key::text AS k FROM ${messages} n
-        WHERE n.ordering_key IS NOT NULL AND n.delivered_at IS NULL
-        ORDER BY n.ordering_key LIMIT 1`;
+  const firstKey = firstKeyStatement(messages);
   const walk = `
   walk(step, k, wrapped, head_due, ids, total) AS (
-    SELECT 1, s.k, s.wrapped, v.head_due, v.ids, cardinality(v.ids)
+    SELECT 1, s.k, s.wrapped, v.head_due, coalesce(v.ids, '{}'), cardinality(coalesce(v.ids, '{}'))
     FROM ((SELECT a.k, false AS wrapped FROM (${nextKey('$6::text')}) a)
       UNION ALL (SELECT a.k, true FROM (${firstKey}) a)
       LIMIT 1) s
     ${visit('s.k', 'true')}
     UNION ALL
-    SELECT w.step + 1, s.k, s.wrapped, v.head_due, v.ids, w.total + cardinality(v.ids)
+    SELECT w.step + 1, s.k, s.wrapped, v.head_due, coalesce(v.ids, '{}'),
+      w.total + cardinality(coalesce(v.ids, '{}'))
     FROM walk w
     CROSS JOIN LATERAL ((SELECT a.k, w.wrapped AS wrapped FROM (${nextKey('w.k')}) a)
       UNION ALL (SELECT a.k, true FROM (${firstKey}) a WHERE NOT w.wrapped)
@@ -137,4 +138,14 @@ export function keyedRunsStatement(
     WHERE r.locked_through = r.ord
   ),`;
   return { walk, lockRuns };
+}
+
+/**
+ * The first ordering key in key order with an unfinished message (pending, claimed or dead):
+ * one descent of messages_ordering_unfinished. No row: no message with a key is unfinished.
+ */
+export function firstKeyStatement(messages: string): string {
+  return `SELECT n.ordering_key::text AS k FROM ${messages} n
+        WHERE n.ordering_key IS NOT NULL AND n.delivered_at IS NULL
+        ORDER BY n.ordering_key LIMIT 1`;
 }

@@ -78,6 +78,10 @@ export type ClaimedRow = Pick<
   walk_key?: string | null;
   /** Due claims: nothing more was claimable until these rows are recorded (every row alike). */
   caught_up?: boolean | null;
+  /** Keyed due claims: no message with an ordering key was unfinished (every row alike). */
+  keyless?: boolean | null;
+  /** Unkeyed due claims: a message with an ordering key is unfinished (every row alike). */
+  keyed_waiting?: boolean | null;
 };
 
 export function claimedFromRow(row: ClaimedRow, claimToken: string): ClaimedMessage {

@@ -19,12 +19,12 @@ import {
 import type { QueryResult, SqlExecutor } from '../core/ports.js';
 import type { PurgeReport, PurgeRequest, PurgeStore } from '../core/purge.js';
 import { type AttemptRow, recordWithAttempts } from './attempt-log.js';
-import { dueClaimParameters, dueClaimShape } from './claim-statements.js';
 import {
   destinationChangeFromRow,
   PostgresDestinationStore,
   type SettleRow,
 } from './destination-store.js';
+import { DueClaims } from './due-claim.js';
 import { decodeCursor, encodeCursor, listOrderTime } from './list-cursor.js';
 import {
   actionableState,
@@ -82,6 +82,7 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
   readonly schema: string;
   private readonly sql: OutboxStatements;
   private readonly keepDelivered: boolean;
+  private readonly dueClaims: DueClaims;
 
   constructor(
     private readonly db: SqlExecutor,
@@ -92,6 +93,10 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
     this.sql = outboxStatements(quoteSchema(this.schema), {
       keepDelivered: this.keepDelivered,
     });
+    this.dueClaims = new DueClaims(
+      this.sql.claimDueMessages,
+      async (text, params) => (await this.rowsOf<ClaimedRow>(text, params)).rows,
+    );
   }
 
   /**
@@ -111,16 +116,12 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
       request.deadHeadBlocks,
       [...request.kinds],
     ];
-    const result = request.keys
-      ? await this.rowsOf<ClaimedRow>(this.sql.claimMessagesByKey, [
-          ...shared,
-          [...request.keys],
-          request.limit,
-        ])
-      : await this.rowsOf<ClaimedRow>(
-          this.sql.claimDueMessages(dueClaimShape(request)),
-          dueClaimParameters(request, shared),
-        );
+    if (!request.keys) return this.dueClaims.claim(request, shared);
+    const result = await this.rowsOf<ClaimedRow>(this.sql.claimMessagesByKey, [
+      ...shared,
+      [...request.keys],
+      request.limit,
+    ]);
     return claimResultFromRows(result.rows, request.claimToken);
   }
 

@@ -92,8 +92,12 @@ describe.each(DRIVER_NAMES)('claims after a cursor through %s', (driverName) => 
     expect(third.last).toEqual({ dueAt: new Date(base + 9000), id: third.claimed[2]!.id });
 
     // Nothing after the last row and nothing due from the start: an empty claim names no row.
+    // With no ordering key in the outbox, the claims since the first left keyed rows out, and an
+    // empty one cannot say whether one waits: it is partial, and the claim after it walks the keys.
     const fourth = await store.claim(claimRequest({ limit: 4, after: third.last }));
-    expect(fourth).toEqual({ claimed: [], exhausted: [] });
+    expect(fourth).toEqual({ claimed: [], exhausted: [], partial: true });
+    const fifth = await store.claim(claimRequest({ limit: 4, after: third.last }));
+    expect(fifth).toEqual({ claimed: [], exhausted: [] });
   });
 });
 
@@ -116,13 +120,17 @@ describe('a drain through a backlog', () => {
     expect(report.delivered).toBe(BACKLOG);
     const { claims } = recorded;
     // Full claims, then one that finds nothing (after the cursor, nor from the start) while the
-    // last batch is still being sent, and one more once every row is recorded.
+    // last batch is still being sent: it left keyed rows out (no key is in the outbox), so it is
+    // partial, and the next walks the keys too; and one more once every row is recorded.
     expect(claims.map((c) => c.result.claimed.length)).toEqual([
       ...Array(BACKLOG / BATCH).fill(BATCH),
       0,
       0,
+      0,
     ]);
-    claims.forEach(({ request }, index) => {
+    expect(claims.map((c) => c.result.partial === true).indexOf(true)).toBe(BACKLOG / BATCH);
+    // Through the backlog and its first empty claim (the two after it close the drain):
+    claims.slice(0, BACKLOG / BATCH + 1).forEach(({ request }, index) => {
       // The first claim has no cursor yet; from then on, every fourth starts from the start.
       const fromStart = index % CLAIMS_PER_FULL_SCAN === 0;
       expect({ index, after: request.after }).toEqual({

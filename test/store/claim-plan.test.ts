@@ -62,8 +62,22 @@ describe('the claim statement', () => {
     for (let run = 0; run < 12; run++) {
       expect((await store.claim(claimRequest())).claimed).toHaveLength(10);
     }
+    // With no ordering key in the outbox, every claim after the first leaves keyed rows out.
+    await expectKeptGenericPlan(client, 'AS keyed_waiting');
 
-    await expectKeptGenericPlan(client, '  due AS (\n');
+    // With keyed rows waiting, the claims walk the keys: that text keeps its plan too.
+    await outbox.enqueue(
+      db,
+      Array.from({ length: 200 }, (_, n) => ({
+        kind: 'test.kind',
+        payload: { n },
+        orderingKey: `key-${n % 20}`,
+      })),
+    );
+    for (let run = 0; run < 12; run++) {
+      expect((await store.claim(claimRequest())).claimed).toHaveLength(10);
+    }
+    await expectKeptGenericPlan(client, 'AS keyless');
   });
 
   it('keeps its generic plan when most waiting rows are due later (backoff, delays, a paused destination)', async () => {
@@ -96,7 +110,7 @@ describe('the claim statement', () => {
     for (let run = 0; run < 12; run++) {
       expect((await store.claim(claimRequest({ limit: 100 }))).claimed).toHaveLength(100);
     }
-    await expectKeptGenericPlan(client, '  due AS (\n');
+    await expectKeptGenericPlan(client, 'AS keyed_waiting');
   });
 
   it('after a cursor, runs on a kept generic plan too, as a drain walks its backlog', async () => {

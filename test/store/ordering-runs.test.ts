@@ -198,6 +198,19 @@ describe('the claim of ordering keys as runs', () => {
       new Date(),
     );
   });
+
+  it('walks on past a key left with dead messages only, where dead heads do not block', async () => {
+    const { outbox, store, schema } = await freshOutbox(driver);
+    const [, next] = await outbox.enqueue(driver.db, keyed(2, 1));
+    // key-0's one message is dead: with dead heads not blocking, key-0 has nothing in its order,
+    // and the walk must still go on to key-1.
+    await database.pool.query(
+      `UPDATE ${schema}.messages SET state = 'dead', dead_at = now(), attempts = 1
+       WHERE id = (SELECT min(id) FROM ${schema}.messages)`,
+    );
+    const claim = await store.claim(claimRequest({ limit: 10, deadHeadBlocks: false }));
+    expect(claim.claimed.map((message) => message.key)).toEqual([next]);
+  });
 });
 
 describe.each(DRIVER_NAMES)('a drain sending runs through %s', (driverName) => {

@@ -1,0 +1,44 @@
+/**
+ * The due claim as the store runs it: with the keyed half (the walk of the ordering keys,
+ * claim-walk.ts) or, while no message with an ordering key is unfinished, without it.
+ *
+ * The keyed half is most of the claim statement's plan, and PostgreSQL starts every node of a
+ * plan on every run, walked or not: a claim of 100 rows with no key anywhere cost 1.1 ms more
+ * server CPU with it than without (about 11 µs a message, docs/benchmarks.md, scenario 1). So a
+ * keyed claim also says whether any key is unfinished (`keyless`), and after one that found none
+ * the claims leave keyed rows out, each saying whether one is unfinished now (`keyed_waiting`):
+ * the claim after one that does walks the keys again. An unkeyed claim that comes back short
+ * while a keyed row may wait (it says so, or came back empty and so could not say) is `partial`:
+ * the drain claims again at once instead of taking it for the end of what was due.
+ */
+
+import type { ClaimRequest, ClaimResult } from '../core/outbox-store.js';
+import { type DueClaimShape, dueClaimParameters, dueClaimShape } from './claim-statements.js';
+import { type ClaimedRow, claimResultFromRows } from './message-rows.js';
+
+export class DueClaims {
+  /** The last keyed claim found no unfinished message with an ordering key, nor has one since. */
+  private keyless = false;
+
+  constructor(
+    private readonly texts: (shape: DueClaimShape) => string,
+    private readonly run: (text: string, params: unknown[]) => Promise<readonly ClaimedRow[]>,
+  ) {}
+
+  /** `shared`: the claim's first five parameters (see claimStatement). */
+  async claim(request: ClaimRequest, shared: readonly unknown[]): Promise<ClaimResult> {
+    const shape = dueClaimShape(request);
+    const params = dueClaimParameters(request, shared);
+    if (!this.keyless) {
+      const rows = await this.run(this.texts(shape), params);
+      if (rows.length > 0) this.keyless = rows[0]!.keyless === true;
+      return claimResultFromRows(rows, request.claimToken);
+    }
+    const rows = await this.run(this.texts({ ...shape, keyed: false }), params);
+    const keyedWaiting = rows.length === 0 || rows[0]!.keyed_waiting === true;
+    if (keyedWaiting) this.keyless = false;
+    const result = claimResultFromRows(rows, request.claimToken);
+    if (keyedWaiting && rows.length < request.limit) result.partial = true;
+    return result;
+  }
+}
