@@ -59,8 +59,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
       },
       {
         file: CLAIM_STATEMENTS,
-        find: 'FOR UPDATE OF m SKIP LOCKED`,\n      },',
-        replace: 'FOR UPDATE OF m`,\n      },',
+        find: 'FOR UPDATE OF m SKIP LOCKED`,\n    },',
+        replace: 'FOR UPDATE OF m`,\n    },',
       },
     ],
     tests: [SKIP_LOCKED_TEST],
@@ -76,8 +76,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
       },
       {
         file: CLAIM_STATEMENTS,
-        find: 'FOR UPDATE OF m SKIP LOCKED`,\n      },',
-        replace: '`,\n      },',
+        find: 'FOR UPDATE OF m SKIP LOCKED`,\n    },',
+        replace: '`,\n    },',
       },
     ],
     tests: [
@@ -265,14 +265,11 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     name: 'the walk stops at a key left with dead messages only',
     row: 12,
     edits: [
-      { file: CLAIM_WALK, find: 'LIMIT 1) v ON true', replace: 'LIMIT 1) v ON v.ids IS NOT NULL' },
+      { file: CLAIM_WALK, find: '`LEFT JOIN LATERAL (', replace: '`CROSS JOIN LATERAL (' },
+      { file: CLAIM_WALK, find: 'LIMIT 1) v ON true', replace: 'LIMIT 1) v' },
     ],
     tests: [
-      {
-        file: 'test/store/ordering-runs.test.ts',
-        name: 'walks on past a key left with dead messages only, where dead heads do not block',
-        driver: 'node-pg',
-      },
+      runsTest('walks on past a key left with dead messages only, where dead heads do not block'),
     ],
   },
   {
@@ -656,7 +653,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     row: 33,
     edits: [
       {
-        file: CLAIM_STATEMENTS,
+        file: 'src/store/claim-probes.ts',
         find: 'AND (d.probe_until IS NULL OR d.probe_until <= $1)',
         replace: '',
       },
