@@ -349,7 +349,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
       },
     ],
     tests: [
-      keylessTest('a drain delivers a keyed message enqueued as it finishes the unkeyed ones'),
+      keylessTest('a drain delivers a keyed message enqueued after a full claim it could not send'),
     ],
   },
   {
@@ -358,12 +358,12 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: 'src/store/due-claim.ts',
-        find: 'if (keyedWaiting && rows.length < request.limit) result.partial = true;',
+        find: 'if (!full && keyedWaiting) result.partial = true;',
         replace: '',
       },
     ],
     tests: [
-      keylessTest('a drain delivers a keyed message enqueued as it finishes the unkeyed ones'),
+      keylessTest('a drain delivers a keyed message enqueued after a full claim it could not send'),
     ],
   },
   {

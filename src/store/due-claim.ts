@@ -6,8 +6,9 @@
  * plan on every run, walked or not: a claim of 100 rows with no key anywhere cost 1.1 ms more
  * server CPU with it than without (about 11 µs a message, docs/benchmarks.md, scenario 1). So a
  * keyed claim also says whether any key is unfinished (`keyless`), and after one that found none
- * the claims leave keyed rows out, each saying whether one is unfinished now (`keyed_waiting`):
- * the claim after one that does walks the keys again. An unkeyed claim that comes back short
+ * the claims leave keyed rows out while they come back full (a backlog), each saying whether one
+ * is unfinished now (`keyed_waiting`): the claim after one that does, or after a short one, walks
+ * the keys again. An unkeyed claim that comes back short
  * while a keyed row may wait (it says so, or came back empty and so could not say) is `partial`:
  * the drain claims again at once instead of taking it for the end of what was due.
  */
@@ -17,7 +18,11 @@ import { type DueClaimShape, dueClaimParameters, dueClaimShape } from './claim-s
 import { type ClaimedRow, claimResultFromRows } from './message-rows.js';
 
 export class DueClaims {
-  /** The last keyed claim found no unfinished message with an ordering key, nor has one since. */
+  /**
+   * The last claim came back full, and found no unfinished message with an ordering key: a
+   * backlog without keys, where the next claim leaves them out. After a short claim the next
+   * walks the keys, so a drain of a few messages makes the claims it always made.
+   */
   private keyless = false;
 
   constructor(
@@ -31,14 +36,15 @@ export class DueClaims {
     const params = dueClaimParameters(request, shared);
     if (!this.keyless) {
       const rows = await this.run(this.texts(shape), params);
-      if (rows.length > 0) this.keyless = rows[0]!.keyless === true;
+      this.keyless = rows.length >= request.limit && rows[0]!.keyless === true;
       return claimResultFromRows(rows, request.claimToken);
     }
     const rows = await this.run(this.texts({ ...shape, keyed: false }), params);
+    const full = rows.length >= request.limit;
     const keyedWaiting = rows.length === 0 || rows[0]!.keyed_waiting === true;
-    if (keyedWaiting) this.keyless = false;
+    this.keyless = full && !keyedWaiting;
     const result = claimResultFromRows(rows, request.claimToken);
-    if (keyedWaiting && rows.length < request.limit) result.partial = true;
+    if (!full && keyedWaiting) result.partial = true;
     return result;
   }
 }

@@ -54,37 +54,51 @@ describe('claims while no ordering key is unfinished', () => {
 
   it('a claim that left keyed rows out and came back short is partial only when one may wait', async () => {
     const { outbox, store } = await freshOutbox(driver);
+    const claim = async () => {
+      const result = await store.claim(claimRequest({ limit: 10 }));
+      return [result.claimed.length, result.partial];
+    };
+    // A short claim walks the keys, and so does the claim after it: a drain of a few messages
+    // makes the claims it always made.
     await enqueueUnkeyed(outbox, driver, 5);
-    const first = await store.claim(claimRequest({ limit: 10 }));
-    expect([first.claimed.length, first.partial]).toEqual([5, undefined]);
-    // Short, with no keyed message anywhere: nothing more was due.
-    await enqueueUnkeyed(outbox, driver, 2);
-    const second = await store.claim(claimRequest({ limit: 10 }));
-    expect([second.claimed.length, second.partial]).toEqual([2, undefined]);
+    expect(await claim()).toEqual([5, undefined]);
+    // Full and keyless: the next leaves keyed rows out; short with no keyed message anywhere,
+    // nothing more was due.
+    await enqueueUnkeyed(outbox, driver, 12);
+    expect(await claim()).toEqual([10, undefined]);
+    expect(await claim()).toEqual([2, undefined]);
+    // Empty after a full claim, having left keyed rows out: it cannot tell, so it is partial.
+    await enqueueUnkeyed(outbox, driver, 10);
+    expect(await claim()).toEqual([10, undefined]);
+    expect(await claim()).toEqual([0, true]);
+    expect(await claim()).toEqual([0, undefined]);
     // Short while a keyed message waits: partial, and the next claim takes it.
+    await enqueueUnkeyed(outbox, driver, 10);
+    expect(await claim()).toEqual([10, undefined]);
     await enqueueUnkeyed(outbox, driver, 2);
     const key = await enqueueKeyedEarly(outbox, driver);
-    const third = await store.claim(claimRequest({ limit: 10 }));
-    expect([third.claimed.length, third.partial]).toEqual([2, true]);
-    const fourth = await store.claim(claimRequest({ limit: 10 }));
-    expect([fourth.claimed.map((m) => m.key), fourth.partial]).toEqual([[key], undefined]);
-    // Empty, but it walked the keys (the keyed message, out on its claim, is unfinished): not
-    // partial, nothing more was due.
-    const fifth = await store.claim(claimRequest({ limit: 10 }));
-    expect(fifth).toEqual({ claimed: [], exhausted: [] });
+    expect(await claim()).toEqual([2, true]);
+    const last = await store.claim(claimRequest({ limit: 10 }));
+    expect([last.claimed.map((m) => m.key), last.partial]).toEqual([[key], undefined]);
   });
 
-  it('a drain delivers a keyed message enqueued as it finishes the unkeyed ones', async () => {
-    const { outbox, store } = await freshOutbox(driver);
-    await enqueueUnkeyed(outbox, driver, 250);
-    // Enqueued right after the first claim to come back short (it left keyed rows out and found
-    // none): the drain's claim once all is recorded leaves them out too and finds nothing, and
-    // only because it is partial does the drain claim once more, walking the keys.
+  it('a drain delivers a keyed message enqueued after a full claim it could not send', async () => {
+    const { outbox, store, schema } = await freshOutbox(driver);
+    // A full claim of messages whose final attempt's lease ran out: it sets them all aside as
+    // dead, so nothing of it is left to record, and the claim after it starts with nothing
+    // unrecorded. It leaves keyed rows out and finds nothing; only because it is partial does
+    // the drain claim once more, walking the keys, instead of stopping.
+    await enqueueUnkeyed(outbox, driver, 10);
+    await database.pool.query(
+      `UPDATE ${schema}.messages SET state = 'claimed', attempts = max_attempts,
+         claim_token = gen_random_uuid(), claimed_at = now() - interval '2 minutes',
+         lease_expires_at = now() - interval '1 minute'`,
+    );
     let keyed: Promise<string> | undefined;
     const claiming: OutboxStore = {
       async claim(request) {
         const result = await store.claim(request);
-        if (result.claimed.length < request.limit) keyed ??= enqueueKeyedEarly(outbox, driver);
+        keyed ??= enqueueKeyedEarly(outbox, driver);
         await keyed;
         return result;
       },
@@ -94,10 +108,10 @@ describe('claims while no ordering key is unfinished', () => {
     const report = await drainOnce({
       store: claiming,
       senders: { 'test.kind': sender.send },
-      batchSize: 100,
+      batchSize: 10,
       prefetch: false,
     });
-    expect(report.delivered).toBe(251);
-    expect(sender.delivered).toContain(await keyed);
+    expect([report.dead, report.delivered]).toEqual([10, 1]);
+    expect(sender.delivered).toEqual([await keyed]);
   });
 });
