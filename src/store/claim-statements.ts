@@ -27,8 +27,8 @@ export interface DueClaimShape {
   after: boolean;
   probe?: boolean;
   /**
-   * false: unkeyed rows only, for when no message with an ordering key is unfinished (see
-   * PostgresOutboxStore.claim); the rows then say whether one is now. Default true.
+   * false: unkeyed rows only, for a backlog with no message with an ordering key unfinished
+   * (see DueClaims, due-claim.ts); the rows then say whether one is now. Default true.
    */
   keyed?: boolean;
 }

@@ -1,16 +1,16 @@
 /**
  * The due claim as the store runs it: with the keyed half (the walk of the ordering keys,
- * claim-walk.ts) or, while no message with an ordering key is unfinished, without it.
+ * claim-walk.ts) or, in a backlog with no message with an ordering key unfinished, without it.
  *
  * The keyed half is most of the claim statement's plan, and PostgreSQL starts every node of a
  * plan on every run, walked or not: a claim of 100 rows with no key anywhere cost 1.1 ms more
  * server CPU with it than without (about 11 µs a message, docs/benchmarks.md, scenario 1). So a
- * keyed claim also says whether any key is unfinished (`keyless`), and after one that found none
- * the claims leave keyed rows out while they come back full (a backlog), each saying whether one
- * is unfinished now (`keyed_waiting`): the claim after one that does, or after a short one, walks
- * the keys again. An unkeyed claim that comes back short
- * while a keyed row may wait (it says so, or came back empty and so could not say) is `partial`:
- * the drain claims again at once instead of taking it for the end of what was due.
+ * keyed claim also says whether any key is unfinished (`keyless`). After a full one that found
+ * none, the claims leave keyed rows out while they come back full, each saying whether one is
+ * unfinished now (`keyed_waiting`); the claim after one that does, or after a short one, walks
+ * the keys again. An unkeyed claim that comes back short while a keyed row may wait (it says
+ * so, or came back empty and so could not say) is `partial`: the drain claims again at once
+ * instead of taking it for the end of what was due.
  */
 
 import type { ClaimRequest, ClaimResult } from '../core/outbox-store.js';

@@ -31,6 +31,13 @@ function rowsPerKey(claimed: readonly ClaimedMessage[]): Map<string | null, numb
 describe('the claim of ordering keys as runs', () => {
   const driver = useDriver('node-pg', database);
 
+  /** Sets the schema's first message aside as dead, as a claim does when its attempts run out. */
+  const setFirstDead = (schema: string) =>
+    database.pool.query(
+      `UPDATE ${schema}.messages SET state = 'dead', dead_at = now(), attempts = 1
+       WHERE id = (SELECT min(id) FROM ${schema}.messages)`,
+    );
+
   it("takes each key's head and the rows right behind it, a share per key before any key's second", async () => {
     const { outbox, store } = await freshOutbox(driver);
     const keys = await outbox.enqueue(driver.db, keyed(4, 10));
@@ -184,10 +191,7 @@ describe('the claim of ordering keys as runs', () => {
   it("skips a dead head's key unless dead heads do not block, then starts at the row behind it", async () => {
     const { outbox, store, schema } = await freshOutbox(driver);
     const [, second] = await outbox.enqueue(driver.db, keyed(1, 3));
-    await database.pool.query(
-      `UPDATE ${schema}.messages SET state = 'dead', dead_at = now(), attempts = 1
-       WHERE id = (SELECT min(id) FROM ${schema}.messages)`,
-    );
+    await setFirstDead(schema);
     const blocked = await store.claim(claimRequest({ limit: 10 }));
     expect(blocked.claimed).toHaveLength(0);
     const skipping = await store.claim(claimRequest({ limit: 10, deadHeadBlocks: false }));
@@ -204,10 +208,7 @@ describe('the claim of ordering keys as runs', () => {
     const [, next] = await outbox.enqueue(driver.db, keyed(2, 1));
     // key-0's one message is dead: with dead heads not blocking, key-0 has nothing in its order,
     // and the walk must still go on to key-1.
-    await database.pool.query(
-      `UPDATE ${schema}.messages SET state = 'dead', dead_at = now(), attempts = 1
-       WHERE id = (SELECT min(id) FROM ${schema}.messages)`,
-    );
+    await setFirstDead(schema);
     const claim = await store.claim(claimRequest({ limit: 10, deadHeadBlocks: false }));
     expect(claim.claimed.map((message) => message.key)).toEqual([next]);
   });
