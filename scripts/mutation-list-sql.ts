@@ -192,8 +192,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_WALK,
-        find: "bool_and(${claimable('f')}) OVER (ORDER BY f.id) AS open",
-        replace: 'true AS open',
+        find: "bool_and(f.ordering_key = ${key} AND ${claimable('f')})",
+        replace: 'bool_and(f.ordering_key = ${key})',
       },
     ],
     tests: [
@@ -209,6 +209,22 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     tests: [
       runsTest(
         'ends a run before a row not yet due, of a kind it has no sender for, or whose attempts are spent',
+      ),
+    ],
+  },
+  {
+    name: "a run's follower scan reads on into the next key's rows",
+    row: 11,
+    edits: [
+      {
+        file: CLAIM_WALK,
+        find: "bool_and(f.ordering_key = ${key} AND ${claimable('f')})",
+        replace: "bool_and(${claimable('f')})",
+      },
+    ],
+    tests: [
+      runsTest(
+        "ends a run at its key's last row: a short key's run takes none of the next key's rows",
       ),
     ],
   },
@@ -262,13 +278,18 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     tests: [drainTest('a dead head holds back the rest of its ordering key unless told otherwise')],
   },
   {
-    name: 'the walk stops at a key left with dead messages only',
+    name: "the walk's descent lands on a dead head where dead heads do not block",
     row: 12,
     edits: [
-      { file: CLAIM_WALK, find: '`LEFT JOIN LATERAL (', replace: '`CROSS JOIN LATERAL (' },
-      { file: CLAIM_WALK, find: 'LIMIT 1) v ON true', replace: 'LIMIT 1) v' },
+      {
+        file: CLAIM_WALK,
+        find: "WHERE ${after === null ? '' : `h.ordering_key > ${after} AND `}${inOrder('h')}",
+        replace:
+          "WHERE ${after === null ? '' : `h.ordering_key > ${after} AND `}h.ordering_key IS NOT NULL AND h.delivered_at IS NULL",
+      },
     ],
     tests: [
+      drainTest('a dead head holds back the rest of its ordering key unless told otherwise'),
       runsTest('walks on past a key left with dead messages only, where dead heads do not block'),
     ],
   },

@@ -143,6 +143,17 @@ describe('the claim of ordering keys as runs', () => {
     expect(result.claimed.map((message) => message.key)).toEqual([a1, b1, b2]);
   });
 
+  it("ends a run at its key's last row: a short key's run takes none of the next key's rows", async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    // The follower scan reads on in (key, id) order, so behind a1 it meets b's rows next.
+    const keys = await outbox.enqueue(driver.db, [
+      { kind: 'test.kind', payload: {}, orderingKey: 'a' },
+      ...keyed(1, 3, 'b'),
+    ]);
+    const result = await store.claim(claimRequest({ limit: 4, keyShare: 3 }));
+    expect(result.claimed.map((message) => message.key)).toEqual(keys);
+  });
+
   it("takes for a kick no row whose key's head is unfinished", async () => {
     const { outbox, store } = await freshOutbox(driver);
     const keys = await outbox.enqueue(driver.db, keyed(1, 3, 'kicked'));
