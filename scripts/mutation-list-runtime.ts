@@ -21,6 +21,11 @@ const keylessTest = (name: string): NamedTest => ({
   file: 'test/store/keyless-claims.test.ts',
   name,
 });
+const continuedDrainTest = (name: string): NamedTest => ({
+  file: 'test/store/continued-runs.test.ts',
+  name,
+  driver: 'node-pg',
+});
 const runsDrainTest = (name: string): NamedTest => ({
   file: 'test/store/ordering-runs.test.ts',
   name,
@@ -113,6 +118,71 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
       runsDrainTest(
         'sends a run in order in one lane at a time, and after a failure sends nothing behind it',
       ),
+    ],
+  },
+  {
+    name: 'a continuing run goes without waiting for the row it comes behind',
+    row: 11,
+    edits: [
+      {
+        file: DRAIN_RUN,
+        find: 'if (last?.message.id === behind) return last;',
+        replace: 'if (last?.message.id === behind) return undefined;',
+      },
+    ],
+    tests: [
+      continuedDrainTest(
+        'claims the next run of a deep key while the last is out, and sends each row only after the one before it was delivered',
+      ),
+      continuedDrainTest(
+        'sends nothing of a continuing run when the row it comes behind fails, and releases it unspent',
+      ),
+    ],
+  },
+  {
+    name: 'a continuing run behind a row that was not delivered goes anyway',
+    row: 11,
+    edits: [
+      {
+        file: DRAIN_RUN,
+        find: "before.outcome === undefined ? 'ahead' : before.outcome === 'delivered' ? 'go' : 'drop';",
+        replace: "before.outcome === undefined ? 'ahead' : 'go';",
+      },
+    ],
+    tests: [
+      {
+        file: 'src/core/drain-run.test.ts',
+        name: 'puts a continuing run behind the held run it names: waiting, at once when that row was delivered, dropped when it was not',
+      },
+    ],
+  },
+  {
+    name: 'a continuing run behind another row than the held run ends at is kept',
+    row: 11,
+    edits: [
+      {
+        file: DRAIN_RUN,
+        find: "  if (last?.message.id === behind) return last;\n  queued.turn = 'drop';",
+        replace: '  if (last) return last;',
+      },
+    ],
+    tests: [
+      {
+        file: 'src/core/drain-run.test.ts',
+        name: 'drops a continuing run behind a row that is not the last of the held run',
+      },
+    ],
+  },
+  {
+    name: 'claim beside a claim that walks the keys',
+    row: 11,
+    edits: [{ file: DRAIN, find: '    !run.walkingKeys &&\n', replace: '' }],
+    tests: [
+      {
+        file: 'test/store/claims-on-wire.test.ts',
+        name: "claims one at a time while claims take ordering keys' runs, and keeps each key in enqueue order",
+        driver: 'node-pg',
+      },
     ],
   },
   {

@@ -24,6 +24,11 @@ const SKIP_LOCKED_TEST: NamedTest = {
   driver: 'node-pg',
 };
 
+/** A test of test/store/continued-runs.test.ts's claim: node-pg only, in no driver's describe. */
+function continuedTest(name: string): NamedTest {
+  return { file: 'test/store/continued-runs.test.ts', name };
+}
+
 /** A test of test/store/ordering-runs.test.ts's claim: node-pg only, in no driver's describe. */
 function runsTest(name: string): NamedTest {
   return { file: 'test/store/ordering-runs.test.ts', name };
@@ -59,8 +64,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
       },
       {
         file: CLAIM_STATEMENTS,
-        find: 'FOR UPDATE OF m SKIP LOCKED`,\n    },',
-        replace: 'FOR UPDATE OF m`,\n    },',
+        find: 'FOR UPDATE OF m SKIP LOCKED`,\n      parameter:',
+        replace: 'FOR UPDATE OF m`,\n      parameter:',
       },
     ],
     tests: [SKIP_LOCKED_TEST],
@@ -76,8 +81,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
       },
       {
         file: CLAIM_STATEMENTS,
-        find: 'FOR UPDATE OF m SKIP LOCKED`,\n    },',
-        replace: '`,\n    },',
+        find: 'FOR UPDATE OF m SKIP LOCKED`,\n      parameter:',
+        replace: '`,\n      parameter:',
       },
     ],
     tests: [
@@ -241,6 +246,54 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     tests: [
       runsTest(
         'takes nothing behind a head another transaction holds, and nothing behind a head out on a live lease',
+      ),
+    ],
+  },
+  {
+    name: 'continue behind a held run whatever token holds its last row',
+    row: 11,
+    edits: [
+      {
+        file: CLAIM_WALK,
+        find: 'AND l.claim_token = h.token AND ',
+        replace: 'AND ',
+      },
+    ],
+    tests: [
+      continuedTest(
+        "continues nothing behind a row not claimed under the token given, of another key, or a run that does not hold the key's head",
+      ),
+    ],
+  },
+  {
+    name: "continue a held run that does not hold its key's head",
+    row: 11,
+    edits: [
+      {
+        file: CLAIM_WALK,
+        find: 'AND s.id BETWEEN h.first AND h.last ',
+        replace: '',
+      },
+    ],
+    tests: [
+      continuedTest(
+        "continues nothing behind a row not claimed under the token given, of another key, or a run that does not hold the key's head",
+      ),
+    ],
+  },
+  {
+    name: 'say caught up while the runs taken go on',
+    row: 11,
+    edits: [
+      {
+        file: CLAIM_STATEMENTS,
+        find: '\n      AND NOT ${runsGoOn})`;',
+        replace: ')`;',
+      },
+    ],
+    tests: [
+      runsTest(
+        'says it caught up only when every key was visited, every run taken to its end and every due unkeyed row',
       ),
     ],
   },

@@ -11,6 +11,7 @@ import type { SqlExecutor } from '../../src/core/ports.js';
 import { purgeOnce } from '../../src/core/purge.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox, type Outbox, type OutboxOptions } from '../../src/outbox.js';
+import { dueClaimParameters } from '../../src/store/claim-statements.js';
 import { insertHistoryGroups } from '../../src/store/history-groups.js';
 import { quoteSchema } from '../../src/store/schema-name.js';
 import { outboxStatements } from '../../src/store/statements.js';
@@ -204,24 +205,22 @@ export function claimRequest(limit: number): ClaimRequest {
  */
 export async function explainClaim(pool: pg.Pool, limit: number): Promise<string> {
   const request = claimRequest(limit);
-  const statement = outboxStatements(quotedSchema).claimDueMessages({
+  const shape = {
     limit: request.limit,
     share: Math.ceil(request.limit / DEFAULT_CONCURRENCY),
     after: false,
-  });
+  };
+  const statement = outboxStatements(quotedSchema).claimDueMessages(shape);
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
     const result = await client.query<{ 'QUERY PLAN': string }>(
       `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, SUMMARY OFF) ${statement}`,
-      [
-        request.now,
-        request.claimToken,
-        request.leaseMs,
-        request.deadHeadBlocks,
-        request.kinds,
-        null,
-      ],
+      dueClaimParameters(
+        request,
+        [request.now, request.claimToken, request.leaseMs, request.deadHeadBlocks, request.kinds],
+        shape,
+      ),
     );
     return result.rows.map((row) => row['QUERY PLAN']).join('\n');
   } finally {

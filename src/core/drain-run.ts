@@ -4,7 +4,7 @@
  */
 import type { DrainOptions, DrainReport, Settings, StopReason } from './drain-settings.js';
 import { SubrequestBudgetError } from './errors.js';
-import type { ClaimCursor, ClaimedMessage } from './outbox-store.js';
+import type { ClaimCursor, ClaimedMessage, HeldRun } from './outbox-store.js';
 import type { SendContext } from './sender.js';
 
 /**
@@ -34,26 +34,100 @@ export interface QueuedMessage {
   turn?: 'ahead' | 'go' | 'drop';
   /** The next row of its run, told this one's outcome (see {@link tellFollower}). */
   follower?: QueuedMessage;
+  /** What became of it, once known: delivered, or not (failed, released, dropped). */
+  outcome?: 'delivered' | 'not';
+}
+
+/**
+ * An ordering key's run this drain holds: claimed as one run from the key's head, or as runs
+ * that continue each other (ClaimedMessage.behind), every row sent only after the one before
+ * it was delivered. The next claim may continue it behind its last row (ClaimRequest.holding).
+ */
+interface HeldKeyRun {
+  /** The id of its first row, the key's head when it was claimed. */
+  firstId: string;
+  /** Its last row so far. */
+  last: QueuedMessage;
+  /**
+   * How many claims have started since its last row's outcome went into a settle write: the
+   * first of them no longer offers to continue it (once the write is in, the key's next row is a
+   * head a run starts at), and the one after forgets it. In between, a claim on the wire may
+   * still come back with a run behind it, which goes at once.
+   */
+  claimsSinceWritten?: number;
 }
 
 /**
  * Queues a claim's rows in the order the claim gave them, each of an ordering key behind the
- * one before it with that key (see QueuedMessage.turn).
+ * one before it with that key (see QueuedMessage.turn). A run that continues one this drain
+ * holds goes behind that run's last row: at once if that row was delivered, dropped (released
+ * unsent) if it was not, or if the drain holds no such row any more.
  */
 export function enqueueClaimed(run: DrainRun, rows: readonly QueuedMessage[]): void {
+  const firstOfKey = new Map<string, QueuedMessage>();
   const lastOfKey = new Map<string, QueuedMessage>();
   for (const queued of rows) {
     const key = queued.message.orderingKey;
     if (key !== null) {
-      const before = lastOfKey.get(key);
+      if (!firstOfKey.has(key)) firstOfKey.set(key, queued);
+      const before = lastOfKey.get(key) ?? heldRunBehind(run, queued);
       if (before) {
         before.follower = queued;
-        queued.turn = 'ahead';
+        queued.turn =
+          before.outcome === undefined ? 'ahead' : before.outcome === 'delivered' ? 'go' : 'drop';
       }
       lastOfKey.set(key, queued);
     }
     run.queue.push(queued);
   }
+  for (const [key, last] of lastOfKey) {
+    const first = firstOfKey.get(key)!;
+    // A run dropped as it came continues nothing the drain holds.
+    if (first.turn === 'drop') continue;
+    const held = run.heldRuns.get(key);
+    if (held && first.message.behind !== undefined) {
+      held.last = last;
+      held.claimsSinceWritten = undefined;
+    } else {
+      run.heldRuns.set(key, { firstId: first.message.id, last });
+    }
+  }
+}
+
+/**
+ * The row a continuing run's first row goes behind: the last row of the key's held run, when
+ * it is the row the claim says. A run behind anything else is dropped (`turn` 'drop'); a row
+ * that continues nothing returns undefined.
+ */
+function heldRunBehind(run: DrainRun, queued: QueuedMessage): QueuedMessage | undefined {
+  const { behind, orderingKey } = queued.message;
+  if (behind === undefined || orderingKey === null) return undefined;
+  const last = run.heldRuns.get(orderingKey)?.last;
+  if (last?.message.id === behind) return last;
+  queued.turn = 'drop';
+  return undefined;
+}
+
+/**
+ * The runs of ordering keys a claim may continue (ClaimRequest.holding): those whose last row
+ * is not known to have failed and whose lease has not run out. Others are forgotten.
+ */
+export function heldRuns(run: DrainRun, now: number): HeldRun[] {
+  const holding: HeldRun[] = [];
+  for (const [orderingKey, held] of run.heldRuns) {
+    const { firstId, last } = held;
+    if (held.claimsSinceWritten !== undefined) {
+      held.claimsSinceWritten += 1;
+      if (held.claimsSinceWritten > 1) run.heldRuns.delete(orderingKey);
+      continue;
+    }
+    if (last.outcome === 'not' || last.lease.endsAt <= now) {
+      run.heldRuns.delete(orderingKey);
+      continue;
+    }
+    holding.push({ orderingKey, firstId, lastId: last.message.id, lastToken: last.claimToken });
+  }
+  return holding;
 }
 
 /**
@@ -70,6 +144,8 @@ export function takeNext(run: DrainRun): QueuedMessage | undefined {
  * lane may say `false` again on its way out whatever became of the row.
  */
 export function tellFollower(run: DrainRun, queued: QueuedMessage, delivered: boolean): void {
+  if (queued.outcome !== undefined) return;
+  queued.outcome = delivered ? 'delivered' : 'not';
   const { follower } = queued;
   if (follower?.turn !== 'ahead') return;
   follower.turn = delivered ? 'go' : 'drop';
@@ -107,6 +183,13 @@ export interface DrainRun {
   cursor: ClaimCursor | undefined;
   /** Where the next due claim's walk of ordering keys starts (the store's, opaque here). */
   keysAfter: string | undefined;
+  /**
+   * The runs of ordering keys this drain holds, by key, until their last row's outcome goes
+   * into a settle write (see heldRuns, noteWritten).
+   */
+  heldRuns: Map<string, HeldKeyRun>;
+  /** The last claim to land took an ordering key's run: the next claims go one at a time. */
+  walkingKeys: boolean;
   /** Claims since the last one that scanned from the start of the due order. */
   claimsSinceFullScan: number;
   /** When a claim next also takes probes of half-open destinations (ms, the drain's clock). */
@@ -153,6 +236,8 @@ export function newRun(
     claimsOver: false,
     cursor: undefined,
     keysAfter: undefined,
+    heldRuns: new Map(),
+    walkingKeys: false,
     claimsSinceFullScan: 0,
     nextProbeAt: Number.NEGATIVE_INFINITY,
     claimMs: 0,
@@ -226,9 +311,14 @@ export function sendsAffordable(run: DrainRun): number {
 
 /**
  * Notes that one outcome of a claim went into a settle write; the claim's write is free again
- * once none of its rows is left. Returns whether that was its last.
+ * once none of its rows is left. Returns whether that was its last. A held run whose last row
+ * this is is offered to no more claims (see HeldKeyRun.claimsSinceWritten).
  */
-export function noteWritten(run: DrainRun, lease: ClaimLease): boolean {
+export function noteWritten(run: DrainRun, queued: QueuedMessage): boolean {
+  const { lease, message } = queued;
+  const key = message.orderingKey;
+  const held = key === null ? undefined : run.heldRuns.get(key);
+  if (held?.last === queued) held.claimsSinceWritten = 0;
   run.unsettled -= 1;
   lease.unsettled -= 1;
   if (lease.unsettled > 0) return false;

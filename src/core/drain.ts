@@ -5,6 +5,7 @@ import {
   changed,
   type DrainRun,
   enqueueClaimed,
+  heldRuns,
   lowWater,
   newRun,
   noteSendTime,
@@ -137,7 +138,7 @@ async function sendOne(
     settlement = outcomeOf(next.message, result, settings, durationMs);
   }
   tellFollower(run, next, settlement.outcome === 'delivered');
-  settles.add({ message: next.message, settlement }, next.lease);
+  settles.add(next, settlement);
   notify(run);
 }
 
@@ -161,7 +162,7 @@ async function nextToSend(
         if (why !== 'lease' && why !== 'behind') noteStop(run, why);
         tellFollower(run, next, false);
         const settlement = release(settings.clock.now());
-        settles.add({ message: next.message, settlement }, next.lease);
+        settles.add(next, settlement);
         continue;
       }
       run.report.sends += 1;
@@ -250,13 +251,17 @@ function claimingBacklog(run: DrainRun): boolean {
  * Whether a second claim may join the one on the wire: only with claim ahead on, once a claim
  * has landed full, for due rows rather than a kick's keys, and under no subrequest budget
  * or a large one: the claim beside one that comes back short is a round trip wasted, which a
- * small budget would feel as a send forgone.
+ * small budget would feel as a send forgone. And not while claims take ordering keys' runs: two
+ * claims made before either lands start their walk of the keys at the same place, and the
+ * second finds the first's runs locked and comes back short (over 1,000 keys, every other claim
+ * beside came back empty, and a short claim makes the drain wait for its outcomes).
  */
 function mayClaimBeside(run: DrainRun): boolean {
   const { settings } = run;
   return (
     settings.prefetch &&
     claimingBacklog(run) &&
+    !run.walkingKeys &&
     run.report.batches > run.claimsOnWire &&
     settings.subrequestBudget >= MIN_BUDGET_FOR_CLAIM_BESIDE
   );
@@ -347,6 +352,7 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
       // every lane busy when the claim spans as many keys as there are lanes.
       keyShare: Math.ceil(limit / settings.concurrency),
       keysAfter: run.keysAfter,
+      holding: run.options.keys ? undefined : heldRuns(run, claimedAt.getTime()),
     });
   } finally {
     run.rowsOnWire -= limit;
@@ -358,6 +364,7 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
   // the cursor then steps back by at most a batch, which the next scan steps over again.
   if (last) run.cursor = last;
   if (result.keysWalked !== undefined) run.keysAfter = result.keysWalked;
+  run.walkingKeys = result.keysWalked !== undefined;
   report.claimed += claimed.length;
   report.dead += exhausted.length;
   run.moreDue =

@@ -84,6 +84,13 @@ export interface ClaimedMessage {
    */
   payloadBytes: number;
   /**
+   * The last row of the request's `holding` run this one continues: the claim took it right
+   * behind that row, which this drain still holds, so it may be sent only once that row is
+   * delivered. Absent for a row without an ordering key, and for a run that starts at its key's
+   * head.
+   */
+  behind?: string;
+  /**
    * Whether its destination had failures or a pause when it was claimed (the store's business:
    * its settle then records the outcome against the destination; docs/destinations.md).
    */
@@ -137,6 +144,30 @@ export interface ClaimRequest {
    * Opaque to all but the store.
    */
   keysAfter?: string;
+  /**
+   * Due claims: the runs of ordering keys this drain holds, none known to have failed. Where a
+   * key's first unfinished row is one of such a run, the claim may take the rows right behind
+   * the run's last (each says so in `behind`), so a drain keeps a deep key going while its last
+   * run is still out, instead of waiting for that run's outcomes to be recorded. A store checks
+   * that the last row is still claimed under the token given, with its lease live, and that the
+   * key's first unfinished row lies between the run's first and last: a run that fails either
+   * check continues nothing.
+   */
+  holding?: readonly HeldRun[];
+}
+
+/**
+ * A run of one ordering key's rows a drain holds, claimed as one run or as runs that continue
+ * each other (see ClaimRequest.holding), by its first row and its last.
+ */
+export interface HeldRun {
+  orderingKey: string;
+  /** The run's first row: the key's first unfinished row when it was claimed. */
+  firstId: string;
+  /** Its last row, the one a continuing run comes right behind... */
+  lastId: string;
+  /** ...and the token that row is claimed under. */
+  lastToken: string;
 }
 
 export interface ClaimResult {

@@ -3,13 +3,20 @@
  * send: one write on the wire at a time; the next group is whatever finished meanwhile, written
  * once it is full, has waited long enough, or its earliest lease is about to end.
  */
-import { budgetLeft, type ClaimLease, type DrainRun, noteWritten } from './drain-run.js';
+import {
+  budgetLeft,
+  type ClaimLease,
+  type DrainRun,
+  noteWritten,
+  type QueuedMessage,
+} from './drain-run.js';
 import {
   MAX_SETTLE_OUTCOMES,
   MAX_SETTLE_PAYLOAD_BYTES,
   type SettleRequest,
 } from './outbox-store.js';
 import { writeGroup } from './settle-writes.js';
+import type { Settlement } from './settlement.js';
 
 /**
  * The longest timer Node and workerd arm as asked (2^31 - 1 ms, about 24.8 days); a longer one
@@ -21,6 +28,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 interface WaitingOutcome {
   request: SettleRequest;
   lease: ClaimLease;
+  queued: QueuedMessage;
 }
 
 /**
@@ -59,15 +67,17 @@ export class SettleGroups {
     return this.#writing !== undefined;
   }
 
-  /** One outcome is known: it is written with its group, before `lease` ends. */
-  add(request: SettleRequest, lease: ClaimLease): void {
+  /** One claimed row's outcome is known: it is written with its group, before its lease ends. */
+  add(queued: QueuedMessage, settlement: Settlement): void {
+    const { lease } = queued;
+    const request = { message: queued.message, settlement };
     const waiting = this.#waiting;
     if (waiting.length === 0) this.#firstAt = performance.now();
     // Claims land in lease order nearly always: this is an append but for a claim that landed
     // after a later one, or a row released long after its claim.
     let index = waiting.length;
     while (index > 0 && waiting[index - 1]!.lease.endsAt > lease.endsAt) index--;
-    waiting.splice(index, 0, { request, lease });
+    waiting.splice(index, 0, { request, lease, queued });
     this.#consider();
   }
 
@@ -140,7 +150,7 @@ export class SettleGroups {
     this.#disarm();
     const run = this.#run;
     const group = this.#waiting.splice(0, taken);
-    for (const { lease } of group) noteWritten(run, lease);
+    for (const { queued } of group) noteWritten(run, queued);
     this.#writing = writeGroup(
       group.map(({ request }) => request),
       run,

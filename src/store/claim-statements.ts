@@ -44,10 +44,47 @@ export function dueClaimShape(request: ClaimRequest): DueClaimShape {
   };
 }
 
-/** The due claim's parameters: `shared` ($1 to $5), then the walk's start and the cursor. */
-export function dueClaimParameters(request: ClaimRequest, shared: readonly unknown[]): unknown[] {
-  const cursor = request.after ? [request.after.dueAt, request.after.id] : [];
-  return [...shared, request.keysAfter ?? null, ...cursor];
+/** What a due claim passes after the five every claim shares, each read from the request. */
+const DUE_PARAMETERS = {
+  /** The ordering key the walk starts after (null: the first). */
+  walkStart: (request: ClaimRequest) => request.keysAfter ?? null,
+  /** The runs the drain holds (ClaimRequest.holding): their keys, first and last rows... */
+  heldKeys: (request: ClaimRequest) => (request.holding ?? []).map((run) => run.orderingKey),
+  heldFirst: (request: ClaimRequest) => (request.holding ?? []).map((run) => run.firstId),
+  heldLast: (request: ClaimRequest) => (request.holding ?? []).map((run) => run.lastId),
+  /** ...and the tokens their last rows are claimed under. */
+  heldTokens: (request: ClaimRequest) => (request.holding ?? []).map((run) => run.lastToken),
+  /** The cursor: the due time and id of the last unkeyed row an earlier claim took. */
+  cursorDue: (request: ClaimRequest) => request.after?.dueAt,
+  cursorId: (request: ClaimRequest) => request.after?.id,
+} as const;
+
+type DueParameter = keyof typeof DUE_PARAMETERS;
+
+/** The parameters a due claim's text reads after the shared five, in the order numbered. */
+function dueParameterNames(shape: DueClaimShape): DueParameter[] {
+  return [
+    ...(shape.keyed !== false
+      ? (['walkStart', 'heldKeys', 'heldFirst', 'heldLast', 'heldTokens'] as const)
+      : []),
+    ...(shape.after ? (['cursorDue', 'cursorId'] as const) : []),
+  ];
+}
+
+/** A due claim's placeholder for one of its own parameters: `$6` onwards, by shape. */
+function dueParameter(shape: DueClaimShape, name: DueParameter): string {
+  const index = dueParameterNames(shape).indexOf(name);
+  if (index < 0) throw new Error(`a ${JSON.stringify(shape)} due claim passes no ${name}`);
+  return `$${6 + index}`;
+}
+
+/** The due claim's parameters: `shared` ($1 to $5), then those its shape reads. */
+export function dueClaimParameters(
+  request: ClaimRequest,
+  shared: readonly unknown[],
+  shape: DueClaimShape,
+): unknown[] {
+  return [...shared, ...dueParameterNames(shape).map((name) => DUE_PARAMETERS[name](request))];
 }
 
 /** The due-rows claim by limit, share, cursor and probes, each text built once. */
@@ -69,8 +106,9 @@ export function claimStatements(quotedSchema: string): (shape: DueClaimShape) =>
 /**
  * $1 now, $2 claim token, $3 lease ms, $4 whether a dead message blocks later messages with
  * its ordering key, $5 the kinds this drain has senders for (a drain never claims what it
- * cannot send); by key also $6 the keys and $7 the limit; a due claim also $6, the ordering key
- * its walk starts after (null: the first), and after a cursor $7 its due time and $8 its id.
+ * cannot send); by key also $6 the keys and $7 the limit; a due claim also those of
+ * DUE_PARAMETERS its shape reads (dueClaimParameters): with keyed rows the walk's start and the
+ * rows the drain holds, after a cursor its due time and id.
  *
  * A due claim takes two kinds of rows, merged by due time up to the limit. Rows without an
  * ordering key come in due order from messages_claimable_unkeyed. Rows with one come as runs
@@ -160,7 +198,8 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
   // of a half-open one is taken apart (probeStatement).
   const unkeyedRows = (where: string, limit: string) => candidates(where, limit, true, false);
   let dueCtes: string;
-  const keyed = target === 'keys' || target.keyed !== false;
+  // Due claims with keyed rows: whether one of the runs taken goes on behind its last row.
+  let runsGoOn: string | undefined;
   if (target === 'keys') {
     dueCtes = `due AS (${candidates('AND m.key = ANY($6::uuid[])', '$7', true)}
   ),`;
@@ -173,7 +212,8 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
       // its value: in a backlog of 30,000, 1,845 near the start up to 25,116 near the end,
       // against the generic plan's 3,991. A connection whose first claims came early kept
       // planning every claim, about 3 million instructions each (test/store/claim-plan.test.ts).
-      unkeyed = `cursor AS MATERIALIZED (SELECT $7::timestamptz AS due_at, $8::bigint AS id),
+      unkeyed = `cursor AS MATERIALIZED (SELECT ${dueParameter(target, 'cursorDue')}::timestamptz
+    AS due_at, ${dueParameter(target, 'cursorId')}::bigint AS id),
   ahead AS (${unkeyedRows('AND (m.due_at, m.id) > (SELECT due_at, id FROM cursor)', String(limit))}
   ),
   behind AS (${unkeyedRows('AND (m.due_at, m.id) <= (SELECT due_at, id FROM cursor)', `${limit} - (SELECT count(*) FROM ahead)`)}
@@ -183,13 +223,16 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
       unkeyed = `unkeyed AS (${unkeyedRows('', String(limit))}
   ),`;
     }
-    dueCtes = keyed
-      ? `${unkeyed}${keyedRuns(messages, destinations, due, { limit, share })}`
-      : // $4 (whether dead heads block) and $6 (the walk's start) have no keyed rows to act on
-        // here; they are read so that they have a type.
+    const runs =
+      target.keyed !== false ? keyedRuns(messages, destinations, due, target) : undefined;
+    runsGoOn = runs?.runsGoOn;
+    dueCtes = runs
+      ? `${unkeyed}${runs.ctes}`
+      : // $4 (whether dead heads block) has no keyed rows to act on here; it is read so that it
+        // has a type.
         `${unkeyed}
   due AS (SELECT id, kind, destination, exhausted, watched FROM unkeyed
-    WHERE ($4::boolean OR $6::text IS NULL OR true)),`;
+    WHERE ($4::boolean OR true)),`;
   }
   // Probes only where the drain asks (a due claim now and then): the other claims do not pay
   // for the lookup and the destinations write. The after-commit kick never probes.
@@ -248,7 +291,7 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
         ? `,
     m.id = ANY(ARRAY(SELECT id FROM probe WHERE id IS NOT NULL)) AS probe`
         : ''
-    }${target === 'keys' ? '' : dueClaimFlags(messages, target.limit, keyed)}`;
+    }${target === 'keys' ? '' : dueClaimFlags(messages, target.limit, runsGoOn)}`;
 }
 
 /**
@@ -260,15 +303,16 @@ function keyedRuns(
   messages: string,
   destinations: string,
   due: (alias: string) => string,
-  shape: { limit: number; share: number },
-): string {
+  shape: DueClaimShape,
+): { ctes: string; runsGoOn: string } {
   const { limit, share } = shape;
   const health = `(CASE WHEN %.destination IS NOT NULL AND (SELECT watching FROM claim_now) THEN (
           SELECT d.paused_until IS NOT NULL FROM ${destinations} d
           WHERE d.destination = %.destination) END)`;
-  const { walk, lockRuns } = keyedRunsStatement(
+  const { walk, lockRuns, runsGoOn } = keyedRunsStatement(
     messages,
     {
+      now: '(SELECT now FROM claim_now)',
       claimable: (a) => `${due(a)}
         AND ${health.replaceAll('%', a)} IS NOT TRUE`,
       lockById: (ids) => `
@@ -278,20 +322,21 @@ function keyedRuns(
     WHERE m.id = ANY(${ids}) AND ${due('m')}
       AND h.health IS DISTINCT FROM ${PAUSED}
     FOR UPDATE OF m SKIP LOCKED`,
+      parameter: (name) => dueParameter(shape, name),
     },
     { limit, share },
   );
   // Every unkeyed row and every key's first share sort before any key's second share; in a
   // share, by due time (a run by its head's). A key's rows stay in run order, so the cut at the
   // limit keeps a prefix of each run.
-  return `${walk}
+  const ctes = `${walk}
   chosen AS MATERIALIZED (
-    SELECT id, step, k, ord FROM (
+    SELECT id, step, k, ord, behind FROM (
       SELECT id, NULL::integer AS step, NULL::text AS k, 1::bigint AS ord, 0::bigint AS share,
-        due_at AS sort_due
+        due_at AS sort_due, NULL::bigint AS behind
       FROM unkeyed
       UNION ALL
-      SELECT id, step, k, ord, (ord - 1) / ${share}, head_due FROM keyed) c
+      SELECT id, step, k, ord, (ord - 1) / ${share}, head_due, behind FROM keyed) c
     ORDER BY share, sort_due, step, ord
     LIMIT ${limit}
   ),${lockRuns}
@@ -301,21 +346,27 @@ function keyedRuns(
     UNION ALL
     SELECT id, kind, destination, exhausted, watched FROM locked_runs
   ),`;
+  return { ctes, runsGoOn };
 }
 
 /**
  * What a due claim's rows say beside themselves, alike on every row. A keyed claim: walk_key,
- * where the next walk starts; caught_up (see caughtUp); keyless, no message with an ordering key
- * is unfinished, so the next claims may leave keyed rows out. An unkeyed claim: keyed_waiting,
- * one is unfinished now, so the next claim must walk the keys again.
+ * where the next walk starts; continued, each run that continues a held run as its first row's
+ * id and the held run's last row's, `first last`, comma separated (text, as every driver reads
+ * it alike); caught_up (see caughtUp);
+ * keyless, no message with an ordering key is unfinished, so the next claims may leave keyed
+ * rows out. An unkeyed claim: keyed_waiting, one is unfinished now, so the next claim must walk
+ * the keys again.
  */
-function dueClaimFlags(messages: string, limit: number, keyed: boolean): string {
+function dueClaimFlags(messages: string, limit: number, runsGoOn: string | undefined): string {
   const anyKey = firstKeyStatement(messages);
-  return keyed
+  return runsGoOn !== undefined
     ? `,
     (SELECT c.k FROM chosen c WHERE c.id = ANY(ARRAY(SELECT id FROM locked_runs))
       ORDER BY c.step DESC LIMIT 1) AS walk_key,
-    ${caughtUp(limit)} AS caught_up,
+    (SELECT string_agg(c.id || ' ' || c.behind, ',') FROM chosen c
+      WHERE c.behind IS NOT NULL AND c.id = ANY(ARRAY(SELECT id FROM locked_runs))) AS continued,
+    ${caughtUp(limit, runsGoOn)} AS caught_up,
     NOT EXISTS (${anyKey}) AS keyless`
     : `,
     EXISTS (${anyKey}) AS keyed_waiting`;
@@ -324,17 +375,20 @@ function dueClaimFlags(messages: string, limit: number, keyed: boolean): string 
 /**
  * Whether nothing more is claimable until this claim's rows are recorded: the walk visited
  * every key (it found none after the one that filled the claim), every key it found a run for
- * is in the claim, and the unkeyed scan came back short with all it found taken. What is left is
- * behind this claim's own runs, out with other drains, or not yet due, so a claim made before
- * these rows are recorded would find nothing: the drain claims again once they are (a backlog of
- * a few deep keys otherwise paid two empty claims ahead for every full one).
+ * is in the claim, no run it took has a claimable row right behind its last (which a claim
+ * continuing the runs would take), and the unkeyed scan came back short with all it found
+ * taken. What is left is out with other drains, or not yet due, so a claim made before these
+ * rows are recorded would find nothing: the drain claims again once they are (a backlog of a
+ * few deep keys otherwise paid two empty claims ahead for every full one). The look behind the
+ * runs comes last, so a claim that is not caught up for another reason skips it.
  */
-function caughtUp(limit: number): string {
+function caughtUp(limit: number, runsGoOn: string): string {
   return `(NOT EXISTS (SELECT 1 FROM walk WHERE total >= ${limit} AND cardinality(ids) = 0)
       AND NOT EXISTS (SELECT 1 FROM walk w WHERE cardinality(w.ids) > 0
         AND NOT EXISTS (SELECT 1 FROM chosen c WHERE c.k = w.k))
       AND (SELECT count(*) FROM unkeyed) < ${limit}
-      AND (SELECT count(*) FROM unkeyed) = (SELECT count(*) FROM chosen WHERE k IS NULL))`;
+      AND (SELECT count(*) FROM unkeyed) = (SELECT count(*) FROM chosen WHERE k IS NULL)
+      AND NOT ${runsGoOn})`;
 }
 
 /**

@@ -13,27 +13,35 @@
  * whatever the backlog behind them.
  */
 
-/** The health lookups a claim makes, as claim-statements.ts builds them. */
+/** The pieces of the claim statement the walk reads, as claim-statements.ts builds them. */
 export interface KeyedRunsParts {
+  /** The claim's now. */
+  now: string;
   /** Whether the row of the given alias may be claimed now, its head's order aside. */
   claimable: (alias: string) => string;
   /** The FOR UPDATE select of claimable rows by id, with kind, destination, exhausted and watched. */
   lockById: (ids: string) => string;
+  /** The placeholder of one of the due claim's parameters. */
+  parameter: (name: 'walkStart' | 'heldKeys' | 'heldFirst' | 'heldLast' | 'heldTokens') => string;
 }
 
 /**
- * CTEs `walk`, `keyed_share`, `keyed_more`, `keyed`, and after the caller's `unkeyed` and
- * `chosen`, `locked_runs`: see {@link keyedRunsStatement}. `$6` is where the walk starts, the
- * key the last claim's walk took last (null: the first key).
+ * CTEs `held`, `walk`, `keyed_more`, `keyed`, and after the caller's `unkeyed` and `chosen`,
+ * `locked_runs`: see {@link keyedRunsStatement}. The walk starts after `walkStart`, the key the
+ * last claim's walk took last (null: the first key).
  *
- * - walk: the keys in order from the one after $6, wrapping round to the first and ending at
- *   $6 itself, each with its claimable run of up to `share` rows: its head if claimable (due, not
- *   dead, not held by a live lease, of a kind this drain sends, its destination not paused),
- *   then the followers right behind it while each is claimable too. A run ends at a row whose
- *   attempts are spent (the claim sets it aside as dead, and nothing may pass it). The walk stops
- *   as soon as its runs hold `limit` rows, so a claim over many keys reads only the keys it
- *   takes from; it visits every key only when the claim comes back short, so a short claim
- *   still means nothing more was due.
+ * - held: the runs the drain holds (ClaimRequest.holding) whose last row is still claimed under
+ *   the token given, with its lease live: only these may be continued.
+ * - walk: the keys in order from the one after walkStart, wrapping round to the first and ending
+ *   at walkStart itself, each with its claimable run of up to `share` rows: its head if
+ *   claimable (due, not dead, not held by a live lease, of a kind this drain sends, its
+ *   destination not paused), then the followers right behind it while each is claimable too. A
+ *   key whose head is not claimable but lies within a held run of this drain continues that
+ *   run: the followers right behind its last row (`behind`), which the drain sends only once
+ *   that row is delivered. A run ends at a row whose attempts are spent (the claim sets it aside
+ *   as dead, and nothing may pass it). The walk stops as soon as its runs hold `limit` rows, so a
+ *   claim over many keys reads only the keys it takes from; it visits every key only when the
+ *   claim comes back short, so a short claim still means nothing more was due.
  * - keyed_more: only when the walk went round every key and its runs still fall short of the
  *   limit (one key, or a few), the keys whose run reached its share take more, up to the limit.
  *   A LIMIT of 0 never starts its scan, so a walk that filled the claim pays nothing for it.
@@ -42,9 +50,9 @@ export function keyedRunsStatement(
   messages: string,
   parts: KeyedRunsParts,
   shape: { limit: number; share: number },
-): { walk: string; lockRuns: string } {
+): { walk: string; lockRuns: string; runsGoOn: string } {
   const { limit, share } = shape;
-  const { claimable } = parts;
+  const { claimable, parameter } = parts;
   // Where a key's order runs: its unfinished rows, dead ones left out where a dead head does not
   // block the rows behind it, read in (ordering_key, id) order from messages_ordering_unfinished.
   // (IS NOT NULL spelled out, so the planner can use the partial index: it does not infer it
@@ -80,36 +88,51 @@ export function keyedRunsStatement(
       WHERE ${after === null ? '' : `h.ordering_key > ${after} AND `}${inOrder('h')}
       ORDER BY h.ordering_key, h.id
       LIMIT 1`;
-  // A key's run: nothing if the walk is full or its head may not go now; the head alone if its
-  // attempts are spent (the claim sets it aside as dead, and nothing may pass it); else the head
-  // and its followers up to the share. Followers are read only behind a claimable head.
-  // (OFFSET 0 keeps the planner from folding the run into the walk's select list, where it is
-  // named twice and its followers were read twice.)
+  // A key's run: nothing if the walk is full; the head alone if it may go now and its attempts
+  // are spent (the claim sets it aside as dead, and nothing may pass it); the head and its
+  // followers up to the share if it may go now; if not, and the head lies within a run the drain
+  // holds (held), the followers right behind that run's last row, up to the share; else nothing.
+  // Followers are read only behind a claimable head or a held run's last row. (OFFSET 0 keeps
+  // the planner from folding the run into the walk's select list, where it is named twice and
+  // its followers were read twice.)
   const run = (open: string) => `CROSS JOIN LATERAL (
-      SELECT CASE WHEN NOT (${open}) OR NOT s.open THEN '{}'::bigint[]
-        WHEN s.spent OR ${share} = 1 THEN ARRAY[s.id]
-        ELSE ARRAY[s.id] || ARRAY(${followers('s.k', 's.id', String(share - 1))})
-      END AS ids
+      SELECT CASE WHEN NOT (${open}) THEN '{}'::bigint[]
+        WHEN s.open AND (s.spent OR ${share} = 1) THEN ARRAY[s.id]
+        WHEN s.open THEN ARRAY[s.id] || ARRAY(${followers('s.k', 's.id', String(share - 1))})
+        WHEN t.last IS NOT NULL THEN ARRAY(${followers('s.k', 't.last', String(share))})
+        ELSE '{}'::bigint[]
+      END AS ids, t.last AS behind
+      FROM (SELECT (SELECT h.last FROM held h
+        WHERE h.k = s.k AND s.id BETWEEN h.first AND h.last AND NOT s.open) AS last) t
       OFFSET 0) r`;
+  const walkStart = `${parameter('walkStart')}::text`;
   const walk = `
-  walk(step, k, wrapped, head_due, ids, total) AS (
-    SELECT 1, s.k, s.wrapped, s.due_at, r.ids, cardinality(r.ids)
-    FROM ((SELECT a.*, false AS wrapped FROM (${headAfter('$6::text')}) a)
+  held AS MATERIALIZED (
+    SELECT h.k, h.first, h.last
+    FROM unnest(${parameter('heldKeys')}::text[], ${parameter('heldFirst')}::bigint[],
+      ${parameter('heldLast')}::bigint[], ${parameter('heldTokens')}::uuid[])
+      AS h(k, first, last, token)
+    WHERE EXISTS (SELECT 1 FROM ${messages} l WHERE l.id = h.last AND l.ordering_key = h.k
+      AND l.claim_token = h.token AND l.state = 'claimed' AND l.lease_expires_at > ${parts.now})
+  ),
+  walk(step, k, wrapped, head_due, ids, behind, total) AS (
+    SELECT 1, s.k, s.wrapped, s.due_at, r.ids, r.behind, cardinality(r.ids)
+    FROM ((SELECT a.*, false AS wrapped FROM (${headAfter(walkStart)}) a)
       UNION ALL (SELECT a.*, true FROM (${headAfter(null)}) a)
       LIMIT 1) s
     ${run('true')}
     UNION ALL
-    SELECT w.step + 1, s.k, s.wrapped, s.due_at, r.ids, w.total + cardinality(r.ids)
+    SELECT w.step + 1, s.k, s.wrapped, s.due_at, r.ids, r.behind, w.total + cardinality(r.ids)
     FROM walk w
     CROSS JOIN LATERAL ((SELECT a.*, w.wrapped AS wrapped FROM (${headAfter('w.k')}) a)
       UNION ALL (SELECT a.*, true FROM (${headAfter(null)}) a WHERE NOT w.wrapped)
       LIMIT 1) s
     ${run(`w.total < ${limit}`)}
     WHERE (w.total < ${limit} OR cardinality(w.ids) > 0)
-      AND (NOT s.wrapped OR $6::text IS NULL OR s.k <= $6::text)
+      AND (NOT s.wrapped OR ${walkStart} IS NULL OR s.k <= ${walkStart})
   ),
   keyed_more AS (
-    SELECT w.step, w.k, w.head_due, e.id, ${share} + e.ord AS ord
+    SELECT w.step, w.k, w.head_due, e.id, ${share} + e.ord AS ord, NULL::bigint AS behind
     FROM walk w
     CROSS JOIN LATERAL (
       SELECT x.id, row_number() OVER (ORDER BY x.id) AS ord
@@ -122,10 +145,10 @@ export function keyedRunsStatement(
       AND (SELECT l.attempts < l.max_attempts FROM ${messages} l WHERE l.id = w.ids[${share}])
   ),
   keyed AS (
-    SELECT w.step, w.k, w.head_due, u.id, u.ord
+    SELECT w.step, w.k, w.head_due, u.id, u.ord, CASE WHEN u.ord = 1 THEN w.behind END AS behind
     FROM walk w CROSS JOIN LATERAL unnest(w.ids) WITH ORDINALITY u(id, ord)
     UNION ALL
-    SELECT step, k, head_due, id, ord FROM keyed_more
+    SELECT step, k, head_due, id, ord, behind FROM keyed_more
   ),`;
   // The keyed rows `chosen` took, locked (SKIP LOCKED) and re-checked on their newest version,
   // kept only as an unbroken run from the key's head: a row is kept when every row of its run up
@@ -141,7 +164,14 @@ export function keyedRunsStatement(
       WHERE c.k IS NOT NULL) r
     WHERE r.locked_through = r.ord
   ),`;
-  return { walk, lockRuns };
+  // Whether a run this claim took has a claimable row right behind its last: a claim that
+  // continues the runs (ClaimRequest.holding) would find more.
+  const runsGoOn = `EXISTS (SELECT 1 FROM (
+      SELECT c.k, max(c.id) AS last FROM chosen c
+      WHERE c.k IS NOT NULL AND c.id = ANY(ARRAY(SELECT id FROM locked_runs))
+      GROUP BY c.k) r
+    WHERE EXISTS (${followers('r.k', 'r.last', '1')}))`;
+  return { walk, lockRuns, runsGoOn };
 }
 
 /**

@@ -33,13 +33,13 @@ export class DueClaims {
   /** `shared`: the claim's first five parameters (see claimStatement). */
   async claim(request: ClaimRequest, shared: readonly unknown[]): Promise<ClaimResult> {
     const shape = dueClaimShape(request);
-    const params = dueClaimParameters(request, shared);
     if (!this.keyless) {
-      const rows = await this.run(this.texts(shape), params);
+      const rows = await this.run(this.texts(shape), dueClaimParameters(request, shared, shape));
       this.keyless = rows.length >= request.limit && rows[0]!.keyless === true;
       return claimResultFromRows(rows, request.claimToken);
     }
-    const rows = await this.run(this.texts({ ...shape, keyed: false }), params);
+    const unkeyed: DueClaimShape = { ...shape, keyed: false };
+    const rows = await this.run(this.texts(unkeyed), dueClaimParameters(request, shared, unkeyed));
     const full = rows.length >= request.limit;
     const keyedWaiting = rows.length === 0 || rows[0]!.keyed_waiting === true;
     this.keyless = full && !keyedWaiting;

@@ -76,6 +76,11 @@ export type ClaimedRow = Pick<
   due_ms: number | string;
   /** Due claims: the last key the walk took a run of (the same on every row). */
   walk_key?: string | null;
+  /**
+   * Keyed due claims: the runs that continue a held run, `first last` pairs comma separated (see
+   * dueClaimFlags in claim-statements.ts; every row alike).
+   */
+  continued?: string | null;
   /** Due claims: nothing more was claimable until these rows are recorded (every row alike). */
   caught_up?: boolean | null;
   /** Keyed due claims: no message with an ordering key was unfinished (every row alike). */
@@ -118,9 +123,13 @@ export function toDateOrNull(value: unknown): Date | null {
 export function claimResultFromRows(rows: readonly ClaimedRow[], claimToken: string): ClaimResult {
   const claimed: ClaimedMessage[] = [];
   const exhausted: ExhaustedMessage[] = [];
+  const behind = continuedRuns(rows[0]?.continued);
   for (const row of inTurns(rows)) {
     if (row.state === 'claimed') {
-      claimed.push(claimedFromRow(row, claimToken));
+      const message = claimedFromRow(row, claimToken);
+      const last = behind.get(message.id);
+      if (last !== undefined) message.behind = last;
+      claimed.push(message);
     } else {
       const { id, key, kind, attempts } = claimedFromRow(row, claimToken);
       exhausted.push({ id, key, kind, attempts });
@@ -140,6 +149,17 @@ export function claimResultFromRows(rows: readonly ClaimedRow[], claimToken: str
   if (lastRow)
     result.last = { dueAt: new Date(Math.round(Number(lastRow.due_ms))), id: String(lastRow.id) };
   return result;
+}
+
+/** The first row of each continuing run, with the held run's last row it comes behind. */
+function continuedRuns(text: string | null | undefined): Map<string, string> {
+  const behind = new Map<string, string>();
+  if (!text) return behind;
+  for (const pair of text.split(',')) {
+    const [first, last] = pair.split(' ');
+    behind.set(first!, last!);
+  }
+  return behind;
 }
 
 /** Rows by their place in their key's run (unkeyed rows first), then due time, then id. */

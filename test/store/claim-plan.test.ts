@@ -12,6 +12,7 @@ import type { ClaimCursor } from '../../src/core/outbox-store.js';
 import { delivered, retry } from '../../src/core/settlement.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
+import { dueClaimParameters } from '../../src/store/claim-statements.js';
 import { settleKeepsHealth, settleParameters } from '../../src/store/settle-parameters.js';
 import { outboxStatements } from '../../src/store/statements.js';
 import { useTestDatabase } from '../support/database.js';
@@ -196,18 +197,14 @@ describe('the claim after a cursor', () => {
     try {
       // Executed (ANALYZE), so loops show which scans ran; rolled back.
       await client.query('BEGIN');
+      const shape = { limit: 100, share: 10, after: true };
       const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-        `EXPLAIN (ANALYZE, FORMAT JSON) ${outboxStatements('cursor_plan').claimDueMessages({ limit: 100, share: 10, after: true })}`,
-        [
-          request.now,
-          request.claimToken,
-          request.leaseMs,
-          request.deadHeadBlocks,
-          request.kinds,
-          null,
-          last!.dueAt,
-          last!.id,
-        ],
+        `EXPLAIN (ANALYZE, FORMAT JSON) ${outboxStatements('cursor_plan').claimDueMessages(shape)}`,
+        dueClaimParameters(
+          { ...request, after: last },
+          [request.now, request.claimToken, request.leaseMs, request.deadHeadBlocks, request.kinds],
+          shape,
+        ),
       );
       const scans = allNodes(rows[0]!['QUERY PLAN'][0].Plan).filter(
         (node) => node['Index Name'] === 'messages_claimable_unkeyed',

@@ -179,12 +179,17 @@ describe('the claim of ordering keys as runs', () => {
     expect(round.keysWalked).toBe('key-4');
   });
 
-  it('says it caught up only when every key was visited, every run taken and every due unkeyed row', async () => {
+  it('says it caught up only when every key was visited, every run taken to its end and every due unkeyed row', async () => {
     const { outbox, store } = await freshOutbox(driver);
-    await outbox.enqueue(driver.db, keyed(2, 20));
-    // Two keys fill the claim, and no third key lies beyond them: the rest waits behind these runs.
+    await outbox.enqueue(driver.db, keyed(2, 5));
+    // Two keys fill the claim with all they have, and no third key lies beyond them.
     const both = await store.claim(claimRequest({ limit: 10, keyShare: 5 }));
     expect([both.claimed.length, both.caughtUp]).toEqual([10, true]);
+    // Runs that go on behind what the claim took: a claim continuing them would find more.
+    const { outbox: deep, store: deepStore } = await freshOutbox(driver);
+    await deep.enqueue(driver.db, keyed(2, 20));
+    const deeper = await deepStore.claim(claimRequest({ limit: 10, keyShare: 5 }));
+    expect([deeper.claimed.length, deeper.caughtUp]).toEqual([10, undefined]);
     const { outbox: more, store: moreStore } = await freshOutbox(driver);
     await more.enqueue(driver.db, keyed(3, 20));
     const third = await moreStore.claim(claimRequest({ limit: 10, keyShare: 5 }));
