@@ -33,6 +33,11 @@ export interface EmbeddedPostgresOptions {
    * as made by {@link installEmbeddedPostgres}. Default: this package's own.
    */
   binariesFrom?: string;
+  /**
+   * Server settings beyond this module's own, each passed as `-c name=value` at start (the
+   * bench's statement costs load `pg_stat_statements` this way).
+   */
+  settings?: Readonly<Record<string, string>>;
   onLog?: (line: string) => void;
 }
 
@@ -96,6 +101,10 @@ export async function startEmbeddedPostgres(
       // Enough for 8 concurrent drains plus every test file's pools.
       '-c',
       'max_connections=300',
+      ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => [
+        '-c',
+        `${name}=${value}`,
+      ]),
     ],
     {
       ...owner,
