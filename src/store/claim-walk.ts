@@ -80,10 +80,11 @@ export function keyedRunsStatement(
         WHERE f.open AND f.unspent
         ORDER BY f.id`;
   // The head of the first key after `after` in key order (its first row the order runs
-  // through), and whether it may be claimed now: one descent, which finds the key and its head
-  // at once. `after` null: the first key.
+  // through), with what the claim's test of it reads: one descent, which finds the key and its
+  // head at once. `after` null: the first key.
   const headAfter = (after: string | null) => `SELECT h.ordering_key::text AS k, h.id, h.due_at,
-        h.attempts >= h.max_attempts AS spent, ${claimable('h')} AS open
+        h.attempts >= h.max_attempts AS spent, h.delivered_at, h.dead_at, h.state,
+        h.lease_expires_at, h.kind, h.destination
       FROM ${messages} h
       WHERE ${after === null ? '' : `h.ordering_key > ${after} AND `}${inOrder('h')}
       ORDER BY h.ordering_key, h.id
@@ -92,20 +93,26 @@ export function keyedRunsStatement(
   // are spent (the claim sets it aside as dead, and nothing may pass it); the head and its
   // followers up to the share if it may go now; if not, and the head lies within a run the drain
   // holds (held), the followers right behind that run's last row, up to the share; else nothing.
-  // Followers are read only behind a claimable head or a held run's last row. (OFFSET 0 keeps
-  // the planner from folding the run into the walk's select list, where it is named twice and
-  // its followers were read twice.)
+  // Followers are read only behind a claimable head or a held run's last row, by one scan for
+  // both (the statement is planned as often as a pool's connections prepare it, or on every run
+  // over Neon's HTTP driver, so each copy of a scan costs every claim its planning). (OFFSET 0
+  // keeps the planner from folding the run into the walk's select list, where it is named twice
+  // and its followers were read twice.)
   const run = (open: string) => `CROSS JOIN LATERAL (
       SELECT CASE WHEN NOT (${open}) THEN '{}'::bigint[]
         WHEN s.open AND (s.spent OR ${share} = 1) THEN ARRAY[s.id]
-        WHEN s.open THEN ARRAY[s.id] || ARRAY(${followers('s.k', 's.id', String(share - 1))})
-        WHEN t.last IS NOT NULL THEN ARRAY(${followers('s.k', 't.last', String(share))})
+        WHEN s.open OR t.last IS NOT NULL THEN
+          (CASE WHEN s.open THEN ARRAY[s.id] ELSE '{}'::bigint[] END)
+            || ARRAY(${followers('s.k', 'coalesce(t.last, s.id)', `${share} - s.open::integer`)})
         ELSE '{}'::bigint[]
       END AS ids, t.last AS behind
       FROM (SELECT (SELECT h.last FROM held h
         WHERE h.k = s.k AND s.id BETWEEN h.first AND h.last AND NOT s.open) AS last) t
       OFFSET 0) r`;
   const walkStart = `${parameter('walkStart')}::text`;
+  // The walk starts from a row of its own (step 0, no run) at walkStart, so each step, the first
+  // too, is the recursive term's: one copy of the descent, the test and the run to plan. A walk
+  // from no key starts past the end (wrapped), at the first key.
   const walk = `
   held AS MATERIALIZED (
     SELECT h.k, h.first, h.last
@@ -116,17 +123,17 @@ export function keyedRunsStatement(
       AND l.claim_token = h.token AND l.state = 'claimed' AND l.lease_expires_at > ${parts.now})
   ),
   walk(step, k, wrapped, head_due, ids, behind, total) AS (
-    SELECT 1, s.k, s.wrapped, s.due_at, r.ids, r.behind, cardinality(r.ids)
-    FROM ((SELECT a.*, false AS wrapped FROM (${headAfter(walkStart)}) a)
-      UNION ALL (SELECT a.*, true FROM (${headAfter(null)}) a)
-      LIMIT 1) s
-    ${run('true')}
+    SELECT 0, ${walkStart}, ${walkStart} IS NULL, NULL::timestamptz, '{}'::bigint[],
+      NULL::bigint, 0
     UNION ALL
     SELECT w.step + 1, s.k, s.wrapped, s.due_at, r.ids, r.behind, w.total + cardinality(r.ids)
     FROM walk w
-    CROSS JOIN LATERAL ((SELECT a.*, w.wrapped AS wrapped FROM (${headAfter('w.k')}) a)
-      UNION ALL (SELECT a.*, true FROM (${headAfter(null)}) a WHERE NOT w.wrapped)
-      LIMIT 1) s
+    CROSS JOIN LATERAL (
+      SELECT n.*, ${claimable('n')} AS open
+      FROM ((SELECT a.*, w.wrapped AS wrapped FROM (${headAfter('w.k')}) a WHERE w.k IS NOT NULL)
+        UNION ALL (SELECT a.*, true FROM (${headAfter(null)}) a
+          WHERE w.k IS NULL OR NOT w.wrapped)
+        LIMIT 1) n) s
     ${run(`w.total < ${limit}`)}
     WHERE (w.total < ${limit} OR cardinality(w.ids) > 0)
       AND (NOT s.wrapped OR ${walkStart} IS NULL OR s.k <= ${walkStart})
