@@ -40,13 +40,32 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Starts tried before a port taken between freePort and workerd's bind fails the test. */
+const START_ATTEMPTS = 3;
+
 /**
  * Starts `wrangler dev` with `vars` and waits until it answers: on the repo's wrangler.toml (the
- * reference service) unless `config` names another.
+ * reference service) unless `config` names another. A start that finds its port taken (freePort
+ * closes the port before workerd binds it, and another process on the machine may take it in
+ * between) is tried again on new ports.
  */
 export async function startWranglerDev(
   vars: Record<string, string>,
   options: { config?: string } = {},
+): Promise<WranglerDev> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(vars, options);
+    } catch (error) {
+      const taken = error instanceof Error && error.message.includes('Address already in use');
+      if (!taken || attempt >= START_ATTEMPTS) throw error;
+    }
+  }
+}
+
+async function startOnce(
+  vars: Record<string, string>,
+  options: { config?: string },
 ): Promise<WranglerDev> {
   const dir = await mkdtemp(join(tmpdir(), 'outbox-relay-wrangler-'));
   const envFile = join(dir, 'test.env');
