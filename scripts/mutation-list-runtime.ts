@@ -7,6 +7,7 @@ import { CRASH_TEST, DEADLINE_TEST, drainTest, type Mutation, type NamedTest } f
 
 const DRAIN = 'src/core/drain.ts';
 const DRAIN_RUN = 'src/core/drain-run.ts';
+const DRAIN_SENDS = 'src/core/drain-sends.ts';
 const SEND = 'src/core/send-outcome.ts';
 const APP_TEST = 'test/reference-service/app.test.ts';
 const BUDGET_TEST_FILE = 'test/store/subrequest-budget.test.ts';
@@ -20,6 +21,11 @@ const cursorTest = (name: string): NamedTest => ({ file: 'test/store/claim-curso
 const keylessTest = (name: string): NamedTest => ({
   file: 'test/store/keyless-claims.test.ts',
   name,
+});
+const batchTest = (name: string): NamedTest => ({
+  file: 'test/store/batch-sends.test.ts',
+  name,
+  driver: 'node-pg',
 });
 const continuedDrainTest = (name: string): NamedTest => ({
   file: 'test/store/continued-runs.test.ts',
@@ -75,12 +81,12 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     row: 5,
     edits: [
       {
-        file: DRAIN,
+        file: DRAIN_SENDS,
         find: "  if (run.timeLeftMs() - reserve < settings.sendTimeoutMs) return 'deadline';\n",
         replace: '',
       },
       {
-        file: DRAIN,
+        file: DRAIN_SENDS,
         find: "  if (next.lease.endsAt - now - reserve < settings.sendTimeoutMs) return 'lease';\n",
         replace: '',
       },
@@ -186,6 +192,55 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     ],
   },
   {
+    name: 'a batch takes a row whose run is waiting on the row ahead of it',
+    row: 11,
+    edits: [
+      {
+        file: DRAIN_SENDS,
+        find: "      queued.turn !== 'ahead' &&\n",
+        replace: '',
+      },
+    ],
+    tests: [
+      batchTest(
+        'never puts two messages of one ordering key in one batch, and sends each key in order',
+      ),
+    ],
+  },
+  {
+    name: "a batch's results settle every row as its first",
+    row: 15,
+    edits: [
+      {
+        file: DRAIN_SENDS,
+        find: 'recordOutcome(run, settles, queued, results[index]!, durationMs);',
+        replace: 'recordOutcome(run, settles, queued, results[0]!, durationMs);',
+      },
+    ],
+    tests: [
+      batchTest(
+        'settles each message of a partly failed batch on its own: delivered, retried, set aside',
+      ),
+    ],
+  },
+  {
+    name: 'under a budget, claim one row a request whatever a batch carries',
+    row: 10,
+    edits: [
+      {
+        file: DRAIN,
+        find: '      sendsAffordable(run) * settings.rowsPerSend,\n',
+        replace: '      sendsAffordable(run),\n',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/batch-sends.test.ts',
+        name: 'claims by what a request carries: 50 subrequests send 500 messages or more, and never one over the budget',
+      },
+    ],
+  },
+  {
     name: 'wait for a sender that ignores its AbortSignal',
     row: 5,
     edits: [
@@ -241,7 +296,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     row: 9,
     edits: [
       {
-        file: DRAIN,
+        file: DRAIN_SENDS,
         find: 'if (options.signal?.aborted || run.failure) return',
         replace: 'if (run.failure) return',
       },
@@ -255,9 +310,9 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     row: 10,
     edits: [
       {
-        file: DRAIN,
-        find: 'if (run.budgetRefused || budgetLeft(run) < 1) return',
-        replace: 'if (run.budgetRefused) return',
+        file: DRAIN_SENDS,
+        find: "if (request && (run.budgetRefused || budgetLeft(run) < 1)) return 'budget';",
+        replace: "if (request && run.budgetRefused) return 'budget';",
       },
     ],
     tests: [
@@ -274,7 +329,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: DRAIN,
-        find: '      sendsAffordable(run),\n',
+        find: '      sendsAffordable(run) * settings.rowsPerSend,\n',
         replace: '',
       },
     ],
@@ -292,8 +347,8 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: 'src/core/drain-run.ts',
-        find: '- writesOwed(run) - run.queue.length - run.rowsOnWire\n',
-        replace: '- writesOwed(run) - run.queue.length\n',
+        find: '    Math.ceil(run.queue.length / rowsPerSend) -\n    Math.ceil(run.rowsOnWire / rowsPerSend)\n',
+        replace: '    Math.ceil(run.queue.length / rowsPerSend)\n',
       },
     ],
     tests: [

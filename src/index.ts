@@ -50,6 +50,8 @@ export type {
 export { type PurgeOptions, type PurgeReport, purgeOnce } from './core/purge.js';
 export type { BackoffOptions } from './core/retry-policy.js';
 export type {
+  BatchItemResult,
+  BatchSender,
   DeliveryReceipt,
   OutboundMessage,
   SendContext,

@@ -301,11 +301,17 @@ export function writesOwed(run: DrainRun): number {
 
 /**
  * Sends the budget can still pay for in a claim on the wire (counted in `claimsOnWire`, so its
- * write is kept free): rows queued or on the wire in another claim have their sends taken first.
+ * write is kept free): rows queued or on the wire in another claim have their sends taken first,
+ * `rowsPerSend` rows a send (see rowsPerSend in drain-settings.ts).
  */
 export function sendsAffordable(run: DrainRun): number {
+  const { subrequestBudget, rowsPerSend } = run.settings;
   return (
-    run.settings.subrequestBudget - spent(run) - writesOwed(run) - run.queue.length - run.rowsOnWire
+    subrequestBudget -
+    spent(run) -
+    writesOwed(run) -
+    Math.ceil(run.queue.length / rowsPerSend) -
+    Math.ceil(run.rowsOnWire / rowsPerSend)
   );
 }
 
@@ -349,10 +355,12 @@ export function noteSendTime(run: DrainRun, ms: number): void {
  * another region) need up to a batch. Never more than a batch beyond the lanes.
  */
 export function lowWater(run: DrainRun): number {
-  const { concurrency, batchSize } = run.settings;
-  if (run.sendMs === 0) return concurrency;
-  const duringClaim = Math.ceil((concurrency * run.claimMs) / Math.max(run.sendMs, 0.01));
-  return concurrency + Math.min(batchSize, duringClaim);
+  const { concurrency, batchSize, rowsPerSend } = run.settings;
+  // A lane's send takes up to rowsPerSend rows (a batch sender's batch).
+  const lanes = concurrency * rowsPerSend;
+  if (run.sendMs === 0) return lanes;
+  const duringClaim = Math.ceil((lanes * run.claimMs) / Math.max(run.sendMs, 0.01));
+  return lanes + Math.min(batchSize, duringClaim);
 }
 
 /**

@@ -299,6 +299,8 @@ export interface Settings {
   leaseMs: number;
   sendTimeoutMs: number;
   roundTripReserveMs: number;
+  /** The fewest rows one send request takes among the senders (see rowsPerSend). */
+  rowsPerSend: number;
   backoff: BackoffOptions;
   deadHeadBlocks: boolean;
   /** The run records itself at its end (see `DrainOptions.recordRun`). */
@@ -316,6 +318,7 @@ export function resolveSettings(options: DrainOptions): Settings {
   if (kinds.length === 0)
     throw new ConfigurationError('drainOnce: senders must name one kind or more');
   const settings: Settings = {
+    rowsPerSend: rowsPerSend(options.senders),
     store: options.store,
     prefetch: options.prefetch ?? DEFAULT_PREFETCH,
     settleGroupSize: options.settleGroupSize ?? DEFAULT_SETTLE_GROUP_SIZE,
@@ -381,6 +384,34 @@ export function resolveSettings(options: DrainOptions): Settings {
     settings.store.recordDrainRun !== undefined &&
     settings.subrequestBudget >= MIN_BUDGET_TO_RECORD_RUN;
   return settings;
+}
+
+/**
+ * The fewest rows one send request takes among a drain's senders: 1 with any single sender, else
+ * the smallest `maxBatch`. Under a subrequest budget a claim takes as many rows as the requests
+ * it can pay for send at this many a request, so a drain of batch senders is not held to one
+ * message per subrequest; a send still counts its own request before it is made, so rows that
+ * go out in smaller batches than that (an ordering key's messages, one at a time) go back
+ * unsent when the budget runs out, never past it.
+ */
+function rowsPerSend(senders: SenderRegistry): number {
+  let fewest = Number.POSITIVE_INFINITY;
+  for (const [kind, sender] of Object.entries(senders)) {
+    if (typeof sender === 'function') return 1;
+    if (typeof sender?.send !== 'function') {
+      throw new ConfigurationError(
+        `drainOnce: the sender of ${kind} is neither a function nor a batch sender (an object with send and maxBatch)`,
+      );
+    }
+    const { maxBatch } = sender;
+    if (!Number.isInteger(maxBatch) || maxBatch < 1 || maxBatch > MAX_BATCH_SIZE) {
+      throw new ConfigurationError(
+        `drainOnce: the batch sender of ${kind} must have a maxBatch from 1 to ${MAX_BATCH_SIZE}, got ${maxBatch}`,
+      );
+    }
+    fewest = Math.min(fewest, maxBatch);
+  }
+  return fewest;
 }
 
 /** The ms left before the deadline, read before every step. */

@@ -1,6 +1,5 @@
 import { recordDrainRun } from './drain-record.js';
 import {
-  budgetLeft,
   type ClaimLease,
   changed,
   type DrainRun,
@@ -8,7 +7,6 @@ import {
   heldRuns,
   lowWater,
   newRun,
-  noteSendTime,
   noteStop,
   notify,
   type QueuedMessage,
@@ -18,6 +16,7 @@ import {
   tellFollower,
   withReport,
 } from './drain-run.js';
+import { batchFrom, type LaneShared, reasonNotToSend, sendBatch, sendOne } from './drain-sends.js';
 import {
   CLAIMS_PER_FULL_SCAN,
   type DrainOptions,
@@ -29,12 +28,11 @@ import {
   resolveSettings,
   type StopReason,
 } from './drain-settings.js';
-import { isSubrequestBudgetError } from './errors.js';
 import type { ClaimResult, ExhaustedMessage } from './outbox-store.js';
-import { outcomeOf, SendTimeouts, sendWithTimeout } from './send-outcome.js';
-import type { SendContext } from './sender.js';
+import { SendTimeouts } from './send-outcome.js';
+import { isBatchSender } from './sender.js';
 import { SettleGroups } from './settle-groups.js';
-import { release, type Settlement } from './settlement.js';
+import { release } from './settlement.js';
 
 /**
  * Runs one bounded drain: claim due messages, send them, record every outcome, until nothing is
@@ -93,65 +91,35 @@ export async function drainOnce(options: DrainOptions): Promise<DrainReport> {
   return report;
 }
 
-/** What every lane of one drain uses: one timer, one settle writer, one budget view. */
-interface LaneShared {
-  timeouts: SendTimeouts;
-  settles: SettleGroups;
-  context: SendContext;
-}
-
-/** One lane: sends the next claimed row, records its outcome, until the drain is done. */
+/** One lane: sends the next claimed row (or batch), records its outcome, until the drain is done. */
 async function lane(run: DrainRun, shared: LaneShared): Promise<void> {
   for (;;) {
-    const next = await nextToSend(run, shared.settles);
-    if (!next) return;
+    const batch = await nextToSend(run, shared.settles);
+    if (!batch) return;
+    const next = batch[0]!;
+    const sender = run.settings.senders[next.message.kind]!;
     try {
-      await sendOne(run, shared, next);
+      if (isBatchSender(sender)) await sendBatch(run, shared, batch, sender);
+      else await sendOne(run, shared, next, sender);
     } finally {
-      // Whatever became of it (a lane that throws included), the next of its run hears.
-      tellFollower(run, next, false);
+      // Whatever became of them (a lane that throws included), the next of each run hears.
+      for (const queued of batch) tellFollower(run, queued, false);
     }
   }
 }
 
-/** Sends one row taken by a lane (counted as a send and in flight); adds its outcome to the settle groups. */
-async function sendOne(
-  run: DrainRun,
-  { timeouts, settles, context }: LaneShared,
-  next: QueuedMessage,
-): Promise<void> {
-  const { settings } = run;
-  // The attempt's duration by the monotonic clock: a clock step mid-send does not make a
-  // send take minutes, or less than nothing.
-  const sendStartedAt = performance.now();
-  const result = await sendWithTimeout(next.message, settings, context, timeouts);
-  const durationMs = performance.now() - sendStartedAt;
-  noteSendTime(run, durationMs);
-  run.inFlight -= 1;
-  let settlement: Settlement;
-  if (result.failed && isSubrequestBudgetError(result.error)) {
-    // Refused before the request was made: nothing went out, so no attempt is spent.
-    run.budgetRefused = true;
-    noteStop(run, 'budget');
-    settlement = release(settings.clock.now());
-  } else {
-    settlement = outcomeOf(next.message, result, settings, durationMs);
-  }
-  tellFollower(run, next, settlement.outcome === 'delivered');
-  settles.add(next, settlement);
-  notify(run);
-}
-
 /**
  * The next claimed row to send, counted as a send (and in flight) the moment it is taken, so
- * the budget and the next claim see it at once; rows that may not be sent go back released.
- * Claims more as the queue runs low. Undefined once nothing is queued, no claim is on the wire
- * or worth making, and no send is left that could lead to one.
+ * the budget and the next claim see it at once; rows that may not be sent go back released. A
+ * batch sender's row comes with the rows of its batch (batchFrom), taken at the same moment, so
+ * lanes woken together do not split what one call could carry. Claims more as the queue runs
+ * low. Undefined once nothing is queued, no claim is on the wire or worth making, and no send is
+ * left that could lead to one.
  */
 async function nextToSend(
   run: DrainRun,
   settles: SettleGroups,
-): Promise<QueuedMessage | undefined> {
+): Promise<QueuedMessage[] | undefined> {
   const { settings } = run;
   for (;;) {
     const next = takeNext(run);
@@ -168,31 +136,18 @@ async function nextToSend(
       run.report.sends += 1;
       run.inFlight += 1;
     }
+    const batch = next && withBatch(run, next);
     claimIfLow(run, settles);
-    if (next) return next;
+    if (batch) return batch;
     if (run.claimsOnWire === 0 && run.inFlight === 0) return undefined;
     await changed(run);
   }
 }
 
-/**
- * Why a claimed row goes back unsent, if it does: a send starts only if its full timeout, its
- * group's wait and a settle fit before both its lease ends and the deadline, and the budget has
- * room for it beside the settle writes still owed. So every send of a claim ends before the
- * write its lease forces (SettleGroups writes by the earliest lease end minus the round-trip
- * reserve), and that write, paid for by the claim (see writesOwed), takes all of its outcomes.
- */
-function reasonNotToSend(next: QueuedMessage, run: DrainRun): StopReason | 'lease' | undefined {
-  const { settings, options } = run;
-  const now = settings.clock.now().getTime();
-  const reserve = settings.roundTripReserveMs + settings.settleGroupMs;
-  if (options.signal?.aborted || run.failure) return 'aborted';
-  if (run.budgetRefused || budgetLeft(run) < 1) return 'budget';
-  if (run.timeLeftMs() - reserve < settings.sendTimeoutMs) return 'deadline';
-  // Its claim's lease, not the drain, is what runs out (a row queued behind slow sends, or late
-  // in its key's run): it goes back for a later claim, and the drain goes on.
-  if (next.lease.endsAt - now - reserve < settings.sendTimeoutMs) return 'lease';
-  return undefined;
+/** `next`, and for a batch sender's kind the rows that go in its call with it (batchFrom). */
+function withBatch(run: DrainRun, next: QueuedMessage): QueuedMessage[] {
+  const sender = run.settings.senders[next.message.kind]!;
+  return isBatchSender(sender) ? batchFrom(run, next, sender.maxBatch) : [next];
 }
 
 /**
@@ -313,7 +268,7 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
     Math.min(
       settings.batchSize,
       settings.maxMessages - report.claimed - run.rowsOnWire,
-      sendsAffordable(run),
+      sendsAffordable(run) * settings.rowsPerSend,
     ),
   );
   // In a backlog, start after the last row claimed; see CLAIMS_PER_FULL_SCAN.

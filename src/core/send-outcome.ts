@@ -7,7 +7,13 @@ import type { Settings } from './drain-settings.js';
 import { describeError, isPermanentDeliveryError, isRetryableDeliveryError } from './errors.js';
 import type { ClaimedMessage } from './outbox-store.js';
 import { backoffDelayMs } from './retry-policy.js';
-import type { OutboundMessage, SendContext } from './sender.js';
+import type {
+  BatchItemResult,
+  BatchSender,
+  OutboundMessage,
+  SendContext,
+  Sender,
+} from './sender.js';
 import { dead, delivered, retry, type Settlement } from './settlement.js';
 
 /**
@@ -110,27 +116,16 @@ const DELIVERED: SendResult = Object.freeze({ failed: false, receipt: undefined 
 /** Resolves to how the send ended. Never rejects, never outlives its timeout. */
 export function sendWithTimeout(
   message: ClaimedMessage,
-  settings: Settings,
+  sender: Sender,
   context: SendContext,
   timeouts: SendTimeouts,
 ): Promise<SendResult> {
-  const sender = settings.senders[message.kind]!;
-  const outbound: OutboundMessage = {
-    key: message.key,
-    kind: message.kind,
-    payload: message.payload,
-    attempt: message.attempts,
-    maxAttempts: message.maxAttempts,
-    id: message.id,
-    orderingKey: message.orderingKey,
-    createdAt: message.createdAt,
-  };
   // One promise settled by whichever comes first, the send or its timeout: a late result of a
   // send cut loose is ignored.
   return new Promise<SendResult>((finish) => {
     const timing = timeouts.begin(finish);
     Promise.resolve()
-      .then(() => sender(outbound, timing.controller.signal, context))
+      .then(() => sender(outbound(message), timing.controller.signal, context))
       .then(
         (receipt): SendResult => (receipt === undefined ? DELIVERED : { failed: false, receipt }),
         (error: unknown): SendResult => ({
@@ -143,6 +138,70 @@ export function sendWithTimeout(
         finish(result);
       });
   });
+}
+
+/**
+ * One batch send: the batch sender called once with every message, bounded by one timeout, and
+ * its results, one per message in the order given. Never rejects, never outlives its timeout. A
+ * batch that throws, runs out of time, or answers with another number of results fails every
+ * message alike.
+ */
+export function sendBatchWithTimeout(
+  messages: readonly ClaimedMessage[],
+  sender: BatchSender,
+  context: SendContext,
+  timeouts: SendTimeouts,
+): Promise<SendResult[]> {
+  const all = (result: SendResult) => messages.map(() => result);
+  return new Promise<SendResult[]>((finish) => {
+    const timing = timeouts.begin((timedOut) => finish(all(timedOut)));
+    Promise.resolve()
+      .then(() => sender.send(messages.map(outbound), timing.controller.signal, context))
+      .then(
+        (results): SendResult[] => {
+          if (!Array.isArray(results) || results.length !== messages.length) {
+            const count = Array.isArray(results) ? results.length : 'no';
+            return all({
+              failed: true,
+              error: new Error(
+                `the batch sender answered ${count} results for ${messages.length} messages`,
+              ),
+            });
+          }
+          return results.map((result: BatchItemResult | undefined): SendResult => {
+            if (result?.delivered === true) {
+              return result.receipt === undefined
+                ? DELIVERED
+                : { failed: false, receipt: result.receipt };
+            }
+            return {
+              failed: true,
+              error: result?.error ?? new Error('the batch sender failed it with no reason'),
+            };
+          });
+        },
+        (error: unknown) =>
+          all({ failed: true, error: error ?? new Error('batch sender rejected with no reason') }),
+      )
+      .then((results) => {
+        timeouts.end(timing);
+        finish(results);
+      });
+  });
+}
+
+/** What a sender sees of a claimed message. */
+function outbound(message: ClaimedMessage): OutboundMessage {
+  return {
+    key: message.key,
+    kind: message.kind,
+    payload: message.payload,
+    attempt: message.attempts,
+    maxAttempts: message.maxAttempts,
+    id: message.id,
+    orderingKey: message.orderingKey,
+    createdAt: message.createdAt,
+  };
 }
 
 class SendTimeoutError extends Error {

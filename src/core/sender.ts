@@ -96,5 +96,61 @@ export interface SendContext {
   readonly run: object;
 }
 
+/**
+ * What a batch send says of one of its messages: delivered (with what the sender knows of it),
+ * or failed with an error classified as a single send's would be (`PermanentDeliveryError`,
+ * `RetryableDeliveryError`, anything else retryable).
+ */
+export type BatchItemResult =
+  | { readonly delivered: true; readonly receipt?: DeliveryReceipt }
+  | { readonly delivered: false; readonly error: unknown };
+
+/**
+ * Delivers several messages of one kind in one request (a queue's batch call), reporting an
+ * outcome per message, so a partial failure settles each message on its own.
+ *
+ * The drain hands a batch sender up to `maxBatch` claimed messages at once, never two of one
+ * ordering key (a key's next message waits for the one before it, as with single sends), and
+ * counts one subrequest for the call; a sender that must make more requests (a batch over the
+ * provider's byte limit, split in two) calls `context.spend` for each one beyond the first.
+ * Resolve with one result per message, in the order given. Throwing fails every message of the
+ * batch alike (a throttled or unreachable provider); a `SubrequestBudgetError` from `spend`
+ * hands them all back unsent. Honour `signal`, as a single send does: the batch shares one send
+ * timeout.
+ *
+ * @example
+ * const events: BatchSender = {
+ *   maxBatch: 10,
+ *   async send(messages, signal) {
+ *     const response = await fetch('https://events.example.com/batch', {
+ *       method: 'POST',
+ *       body: JSON.stringify(messages.map((m) => ({ id: m.key, body: m.payload }))),
+ *       signal,
+ *     });
+ *     if (!response.ok) throw new RetryableDeliveryError(`events answered ${response.status}`);
+ *     const accepted = new Set((await response.json()) as string[]);
+ *     return messages.map((m) =>
+ *       accepted.has(m.key)
+ *         ? { delivered: true }
+ *         : { delivered: false, error: new RetryableDeliveryError('not accepted') },
+ *     );
+ *   },
+ * };
+ */
+export interface BatchSender {
+  /** The most messages one call takes (SQS SendMessageBatch: 10; Cloudflare Queues: 100). */
+  readonly maxBatch: number;
+  send(
+    messages: readonly OutboundMessage[],
+    signal: AbortSignal,
+    context?: SendContext,
+  ): Promise<readonly BatchItemResult[]>;
+}
+
+/** Whether a registry's entry sends in batches. */
+export function isBatchSender(sender: Sender | BatchSender): sender is BatchSender {
+  return typeof sender !== 'function';
+}
+
 /** Which sender delivers which kind. Kinds without a sender are not claimed by this drain. */
-export type SenderRegistry = Readonly<Record<string, Sender>>;
+export type SenderRegistry = Readonly<Record<string, Sender | BatchSender>>;

@@ -105,11 +105,12 @@ let schemaCounter = 0;
 /** A freshly migrated outbox in its own schema, so tests in one database do not see each other. */
 export async function freshOutbox(
   driver: Driver,
-  options: Pick<OutboxOptions, 'keepDelivered' | 'destinations'> = {},
+  options: Pick<OutboxOptions, 'keepDelivered' | 'destinations' | 'kinds'> = {},
 ): Promise<{ outbox: Outbox; store: PostgresOutboxStore; schema: string }> {
   schemaCounter += 1;
   const schema = `t_${driver.name.replace('-', '_')}_${schemaCounter}_${process.pid}`;
-  const outbox = createOutbox({ schema, kinds: { 'test.kind': true }, ...options });
+  const { kinds, ...rest } = options;
+  const outbox = createOutbox({ schema, kinds: { 'test.kind': true, ...kinds }, ...rest });
   await outbox.migrate(driver.db);
   return { outbox, store: outbox.store(driver.db), schema };
 }
