@@ -8,6 +8,7 @@ import { CRASH_TEST, DEADLINE_TEST, drainTest, type Mutation, type NamedTest } f
 const DRAIN = 'src/core/drain.ts';
 const DRAIN_RUN = 'src/core/drain-run.ts';
 const DRAIN_SENDS = 'src/core/drain-sends.ts';
+const SQS_TEST = 'test/senders/sqs-sender.test.ts';
 const SEND = 'src/core/send-outcome.ts';
 const APP_TEST = 'test/reference-service/app.test.ts';
 const BUDGET_TEST_FILE = 'test/store/subrequest-budget.test.ts';
@@ -237,6 +238,40 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
       {
         file: 'test/store/batch-sends.test.ts',
         name: 'claims by what a request carries: 50 subrequests send 500 messages or more, and never one over the budget',
+      },
+    ],
+  },
+  {
+    name: "an SQS FIFO message's group is not its ordering key",
+    row: 11,
+    edits: [
+      {
+        file: 'src/senders/sqs/sqs-sender.ts',
+        find: 'message.orderingKey ?? unorderedGroupId ?? message.key,',
+        replace: 'unorderedGroupId ?? message.key,',
+      },
+    ],
+    tests: [
+      {
+        file: SQS_TEST,
+        name: 'keeps each ordering key in order on a FIFO queue, its key the group and the message key the deduplication id',
+      },
+    ],
+  },
+  {
+    name: "an SQS entry refused for the sender's fault is retried",
+    row: 15,
+    edits: [
+      {
+        file: 'src/senders/sqs/sqs-errors.ts',
+        find: "listed ?? (failure.SenderFault === false ? 'transient' : 'rejected');",
+        replace: "'transient';",
+      },
+    ],
+    tests: [
+      {
+        file: SQS_TEST,
+        name: 'settles a batch SQS partly refused message by message: the ones too long for the queue set aside, the rest delivered',
       },
     ],
   },

@@ -76,6 +76,7 @@ const LEAN_ENTRIES = [
 /** What the Node consumer installs beside the tarball: the optional peers and their types. */
 const NODE_PEERS = [
   '@aws-sdk/client-ses',
+  '@aws-sdk/client-sqs',
   '@neondatabase/serverless',
   'pg',
   'ws',
@@ -463,10 +464,10 @@ describe('installed without the AWS SDK, as an app that sends no email', () => {
     expect(installed.peerDependenciesMeta['@aws-sdk/client-ses']).toEqual({ optional: true });
   });
 
-  it('imports the root entry and the webhook sender in plain Node; only outbox-relay/ses asks for the SDK', async () => {
+  it('imports the root entry and the webhook sender in plain Node; only outbox-relay/ses and outbox-relay/sqs ask for an SDK', async () => {
     const script = `
       const loaded = {};
-      for (const name of ${JSON.stringify([...LEAN_ENTRIES, 'outbox-relay/ses'])}) {
+      for (const name of ${JSON.stringify([...LEAN_ENTRIES, 'outbox-relay/ses', 'outbox-relay/sqs'])}) {
         loaded[name] = await import(name).then(
           (module) => Object.keys(module).length,
           (error) => error.message,
@@ -476,6 +477,7 @@ describe('installed without the AWS SDK, as an app that sends no email', () => {
     const loaded = JSON.parse((await plainNode(lean, script)).stdout) as Record<string, unknown>;
     for (const name of LEAN_ENTRIES) expect(loaded[name], name).toBeTypeOf('number');
     expect(loaded['outbox-relay/ses']).toMatch(/Cannot find package '@aws-sdk\/client-ses'/);
+    expect(loaded['outbox-relay/sqs']).toMatch(/Cannot find package '@aws-sdk\/client-sqs'/);
   }, 60_000);
 
   it('bundles a Lambda with plain esbuild (ESM, no banner) that handles an EventBridge event in plain Node', async () => {

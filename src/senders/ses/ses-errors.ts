@@ -6,6 +6,7 @@
  * The table is docs/senders.md's "SES errors" table; keep the two in step.
  */
 import { PermanentDeliveryError, RetryableDeliveryError } from '../../core/errors.js';
+import { readSdkError } from '../aws-sdk-errors.js';
 
 /** What to do about one kind of SES failure. */
 export type SesFailureClass =
@@ -86,15 +87,6 @@ const SEND_RATE_EXCEEDED = /maximum sending rate exceeded/i;
 /** ... and a spent 24-hour quota with `Throttling` and this (worded both ways in AWS's docs). */
 const DAILY_QUOTA_EXCEEDED = /daily (message|sending) quota exceeded/i;
 
-/** The fields of an SDK error we read; structural, so no SDK type leaks into the table. */
-interface SdkErrorLike {
-  name?: unknown;
-  message?: unknown;
-  $fault?: unknown;
-  $metadata?: { httpStatusCode?: unknown };
-  $retryable?: { throttling?: unknown };
-}
-
 /**
  * Sorts a failure from `client.send(...)`: by error code first, then the message text SES uses
  * for throttling, then HTTP status and `$fault` (429 throttled; 408, 5xx and server faults
@@ -166,26 +158,6 @@ export function sesDeliveryError(
     case 'rejected':
       return new PermanentDeliveryError(what, { cause: error, ...details });
   }
-}
-
-function readSdkError(error: unknown) {
-  const fields: SdkErrorLike = typeof error === 'object' && error !== null ? error : {};
-  const status = fields.$metadata?.httpStatusCode;
-  const code = typeof fields.name === 'string' ? fields.name : '';
-  // Node's network errors carry their code (ECONNREFUSED) apart from the message.
-  const systemCode =
-    typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string'
-      ? error.code
-      : undefined;
-  const text =
-    typeof fields.message === 'string' && fields.message !== '' ? fields.message : String(error);
-  return {
-    name: code === 'Error' && systemCode ? systemCode : code,
-    message: text,
-    status: typeof status === 'number' ? status : undefined,
-    fault: fields.$fault,
-    throttling: fields.$retryable?.throttling === true,
-  };
 }
 
 function minutes(ms: number): string {

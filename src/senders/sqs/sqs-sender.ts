@@ -1,0 +1,275 @@
+import {
+  SendMessageBatchCommand,
+  type SendMessageBatchCommandOutput,
+  type SendMessageBatchRequestEntry,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import {
+  ConfigurationError,
+  PermanentDeliveryError,
+  RetryableDeliveryError,
+} from '../../core/errors.js';
+import type { BatchItemResult, BatchSender, OutboundMessage } from '../../core/sender.js';
+import { sqsDeliveryError, sqsEntryError } from './sqs-errors.js';
+
+/** The message attribute that carries the outbox message key: what a consumer deduplicates on. */
+export const SQS_MESSAGE_KEY_ATTRIBUTE = 'outbox-message-key';
+
+/** `SendMessageBatch` takes at most ten entries. */
+export const SQS_MAX_BATCH = 10;
+
+/**
+ * 1 MiB: the most a `SendMessageBatch` call may carry in all, and the most one message may be
+ * (SQS's limits since August 2025; a queue's own `MaximumMessageSize` may be lower, and SQS then
+ * refuses a longer message, which goes to dead letter).
+ */
+export const SQS_MAX_BATCH_BYTES = 1024 * 1024;
+
+/** What a FIFO queue takes as a MessageGroupId: 1 to 128 of these characters. */
+const FIFO_GROUP_ID = /^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]{1,128}$/;
+
+/** Static AWS credentials. Workers have no credential files or instance metadata to find them. */
+export interface SqsCredentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** For temporary credentials (STS, a Lambda's own role). */
+  sessionToken?: string;
+}
+
+export interface SqsSenderConfig {
+  /**
+   * The queue's URL. A FIFO queue's ends in `.fifo`: its messages then carry a MessageGroupId
+   * (the ordering key) and a MessageDeduplicationId (the message key).
+   */
+  queueUrl: string;
+  /** The queue's region, e.g. `eu-west-1`. */
+  region: string;
+  /** Default: the SDK's own lookup (a Lambda's role, the environment); required on Workers. */
+  credentials?: SqsCredentials;
+  /** Override the SQS endpoint: a local SQS-compatible server, a VPC endpoint. */
+  endpoint?: string;
+  /**
+   * FIFO queues: the MessageGroupId of a message without an ordering key. Default: the message's
+   * own key, so messages without one are never held back behind each other.
+   */
+  unorderedGroupId?: string;
+}
+
+/**
+ * A batch sender of any kind's payload to an Amazon SQS queue, ten messages a
+ * `SendMessageBatch` call: the payload as JSON in the body, the message key in the
+ * `outbox-message-key` string attribute (a consumer drops a message whose key it has seen).
+ *
+ * A FIFO queue gets the ordering key as MessageGroupId (one that SQS would not take, longer than
+ * 128 characters or with other characters, as `sha256-` and its hash: the same key, the same
+ * group) and the message key as MessageDeduplicationId, so within SQS's five-minute window a
+ * message sent again after a crash is dropped by SQS itself.
+ *
+ * Each message of a call is settled by SQS's answer for it: an entry refused for the sender's
+ * fault (too long for the queue, characters SQS does not take) goes to dead letter; one refused
+ * for SQS's own fault is retried; throttling, and failures only an operator can clear (the queue
+ * URL, credentials, KMS), are retried later (the table in `sqs-errors.ts`). Calls are kept
+ * within 1 MiB of bodies: a batch over it is sent in two or more calls, each beyond the first
+ * spent from the drain's budget (`context.spend`). The SDK makes one attempt per call
+ * (`maxAttempts: 1`): retries and their timing belong to the drain.
+ *
+ * @example
+ * const orders = sqsSender({
+ *   queueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo',
+ *   region: 'eu-west-1',
+ * });
+ * await drainOnce({ store, senders: { 'order.placed': orders } });
+ */
+export function sqsSender(config: SqsSenderConfig): BatchSender {
+  checkConfig(config);
+  const client = new SQSClient({
+    region: config.region,
+    credentials: config.credentials,
+    endpoint: config.endpoint,
+    // Our config is the only source of the endpoint: the SDK would otherwise also read
+    // AWS_ENDPOINT_URL* and ~/.aws/config on Node, which Workers do not have.
+    ignoreConfiguredEndpointUrls: true,
+    maxAttempts: 1,
+  });
+  const fifo = new URL(config.queueUrl).pathname.endsWith('.fifo');
+  const destination = config.queueUrl;
+
+  return {
+    maxBatch: SQS_MAX_BATCH,
+    async send(messages, signal, context) {
+      const results: BatchItemResult[] = new Array(messages.length);
+      const entries = await Promise.all(
+        messages.map((message, index) => entryOf(message, index, fifo, config.unorderedGroupId)),
+      );
+      const calls = callsWithin(entries, SQS_MAX_BATCH_BYTES, (index, bytes) => {
+        results[index] = {
+          delivered: false,
+          error: new PermanentDeliveryError(
+            `SQS message of ${bytes} bytes is over SQS's limit of ${SQS_MAX_BATCH_BYTES} bytes a message`,
+            { destination },
+          ),
+        };
+      });
+      for (const [call, indexes] of calls.entries()) {
+        if (call > 0) {
+          try {
+            context?.spend(1, 'SQS SendMessageBatch for the rest of a batch over 1 MiB');
+          } catch (error) {
+            // The calls before went out: only these messages go back, unsent.
+            for (const index of indexes) results[index] = { delivered: false, error };
+            continue;
+          }
+        }
+        await sendCall(indexes, entries, results, signal);
+      }
+      return results;
+    },
+  };
+
+  /** One `SendMessageBatch` call, its entries' results written into `results`. */
+  async function sendCall(
+    indexes: readonly number[],
+    entries: readonly SendMessageBatchRequestEntry[],
+    results: BatchItemResult[],
+    signal?: AbortSignal,
+  ): Promise<void> {
+    let output: SendMessageBatchCommandOutput;
+    try {
+      output = await client.send(
+        new SendMessageBatchCommand({
+          QueueUrl: config.queueUrl,
+          Entries: indexes.map((index) => entries[index]!),
+        }),
+        { abortSignal: signal },
+      );
+    } catch (error) {
+      const failed = sqsDeliveryError(error, destination, signal);
+      for (const index of indexes) results[index] = { delivered: false, error: failed };
+      return;
+    }
+    const status = output.$metadata.httpStatusCode;
+    for (const { Id } of output.Successful ?? []) {
+      const index = indexOfEntry(Id);
+      if (index !== undefined)
+        results[index] = { delivered: true, receipt: { status, destination } };
+    }
+    for (const failure of output.Failed ?? []) {
+      const index = indexOfEntry(failure.Id);
+      if (index !== undefined) {
+        results[index] = { delivered: false, error: sqsEntryError(failure, destination) };
+      }
+    }
+    for (const index of indexes) {
+      results[index] ??= {
+        delivered: false,
+        error: new RetryableDeliveryError('SQS answered the batch without a word on this message', {
+          status,
+          destination,
+        }),
+      };
+    }
+  }
+}
+
+/** The entry of the message at `index` in its batch; its Id is `m` and that index. */
+async function entryOf(
+  message: OutboundMessage,
+  index: number,
+  fifo: boolean,
+  unorderedGroupId: string | undefined,
+): Promise<SendMessageBatchRequestEntry> {
+  const entry: SendMessageBatchRequestEntry = {
+    Id: `m${index}`,
+    MessageBody: JSON.stringify(message.payload),
+    MessageAttributes: {
+      [SQS_MESSAGE_KEY_ATTRIBUTE]: { DataType: 'String', StringValue: message.key },
+    },
+  };
+  if (fifo) {
+    entry.MessageGroupId = await fifoGroupId(
+      message.orderingKey ?? unorderedGroupId ?? message.key,
+    );
+    entry.MessageDeduplicationId = message.key;
+  }
+  return entry;
+}
+
+/** The batch index an answer's entry Id names. */
+function indexOfEntry(id: string | undefined): number | undefined {
+  const match = /^m(\d+)$/.exec(id ?? '');
+  return match ? Number(match[1]) : undefined;
+}
+
+/** A key as a MessageGroupId: itself when SQS takes it, else `sha256-` and its hash. */
+async function fifoGroupId(key: string): Promise<string> {
+  if (FIFO_GROUP_ID.test(key)) return key;
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(key));
+  const hex = [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, '0'));
+  return `sha256-${hex.join('')}`;
+}
+
+/**
+ * The batch's entries as calls of at most `limit` bytes of bodies and attributes each, in order
+ * (entry indexes); an entry over the limit alone goes in no call and is reported to `tooLong`.
+ */
+function callsWithin(
+  entries: readonly SendMessageBatchRequestEntry[],
+  limit: number,
+  tooLong: (index: number, bytes: number) => void,
+): number[][] {
+  const encoder = new TextEncoder();
+  const calls: number[][] = [];
+  let current: number[] = [];
+  let bytes = 0;
+  for (const [index, entry] of entries.entries()) {
+    const size =
+      encoder.encode(entry.MessageBody ?? '').length +
+      SQS_MESSAGE_KEY_ATTRIBUTE.length +
+      'String'.length +
+      encoder.encode(entry.MessageAttributes?.[SQS_MESSAGE_KEY_ATTRIBUTE]?.StringValue ?? '')
+        .length;
+    if (size > limit) {
+      tooLong(index, size);
+      continue;
+    }
+    if (bytes + size > limit && current.length > 0) {
+      calls.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(index);
+    bytes += size;
+  }
+  if (current.length > 0) calls.push(current);
+  return calls;
+}
+
+/** Fails at startup, not on the first send. */
+function checkConfig(config: SqsSenderConfig): void {
+  if (typeof config.queueUrl !== 'string' || !URL.canParse(config.queueUrl)) {
+    throw new ConfigurationError(
+      `SQS sender: queueUrl ${JSON.stringify(config.queueUrl)} is not a URL`,
+    );
+  }
+  if (typeof config.region !== 'string' || config.region.trim() === '') {
+    throw new ConfigurationError('SQS sender: region is required');
+  }
+  if (config.credentials !== undefined) {
+    const { accessKeyId, secretAccessKey } = config.credentials;
+    if (!accessKeyId || !secretAccessKey) {
+      throw new ConfigurationError(
+        'SQS sender: credentials need both accessKeyId and secretAccessKey (or leave them out for the SDK to find)',
+      );
+    }
+  }
+  if (config.endpoint !== undefined && !URL.canParse(config.endpoint)) {
+    throw new ConfigurationError(
+      `SQS sender: endpoint ${JSON.stringify(config.endpoint)} is not a URL`,
+    );
+  }
+  if (config.unorderedGroupId !== undefined && !FIFO_GROUP_ID.test(config.unorderedGroupId)) {
+    throw new ConfigurationError(
+      'SQS sender: unorderedGroupId must be 1 to 128 letters, digits or punctuation',
+    );
+  }
+}
