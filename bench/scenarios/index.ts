@@ -2,6 +2,7 @@
  * Every scenario, in the order they run and print. A scenario that cannot run yet stays listed
  * with the reason, so the output and the doc show what is still missing.
  */
+import { batchSendsScenario } from './batch-sends.js';
 import { claimCostScenario } from './claim-cost.js';
 import { claimCursorScenario } from './claim-cursor.js';
 import { crashDuplicatesScenario } from './crash-duplicates.js';
@@ -29,6 +30,7 @@ export const SCENARIOS: readonly Scenario[] = [
   claimCursorScenario,
   orderingKeysScenario,
   destinationHealthScenario,
+  batchSendsScenario,
 ];
 
 /** Whether BENCH_ONLY (already lower-cased) selects this scenario; null selects all. */
