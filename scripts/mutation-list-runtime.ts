@@ -276,6 +276,23 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     ],
   },
   {
+    name: 'a queue message carries its row id instead of its message key',
+    row: 7,
+    edits: [
+      {
+        file: 'src/senders/cloudflare-queues/index.ts',
+        find: 'return { id: message.key, kind: message.kind, payload: message.payload };',
+        replace: 'return { id: message.id, kind: message.kind, payload: message.payload };',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/senders/cloudflare-queues.test.ts',
+        name: 'delivers 1000 committed messages through a local queue, 500 or more an invocation under 50 subrequests, and none rolled back',
+      },
+    ],
+  },
+  {
     name: 'wait for a sender that ignores its AbortSignal',
     row: 5,
     edits: [

@@ -15,6 +15,7 @@ import type {
   SenderRegistry,
   SqlExecutor,
 } from 'outbox-relay';
+import type { QueueProducerLike } from 'outbox-relay/cloudflare-queues';
 import type { NeonProxy } from 'outbox-relay/dev';
 import type { SesSenderConfig } from 'outbox-relay/ses';
 import type { WebhookPayload } from 'outbox-relay/webhook';
@@ -54,6 +55,8 @@ export interface Env {
   NEON_LOCAL_PROXY?: string;
   WEBHOOK_SECRET: string;
   SLACK_TOKEN: string;
+  /** A Queue producer binding (`[[queues.producers]]` in wrangler.toml). */
+  EVENTS: QueueProducerLike;
 }
 export declare const env: Env;
 /** A recipient's address, as your signup form took it. */
