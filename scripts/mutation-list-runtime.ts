@@ -310,7 +310,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     row: 5,
     edits: [
       {
-        file: 'src/core/drain-settings.ts',
+        file: 'src/core/resolved-settings.ts',
         find: 'if (sendAndSettleMs >= settings.leaseMs) {',
         replace: 'if (false) {',
       },

@@ -11,7 +11,7 @@ import type { SqlExecutor } from '../../src/core/ports.js';
 import { purgeOnce } from '../../src/core/purge.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox, type Outbox, type OutboxOptions } from '../../src/outbox.js';
-import { dueClaimParameters } from '../../src/store/claim-statements.js';
+import { dueClaimParameters } from '../../src/store/due-claim-shape.js';
 import { insertHistoryGroups } from '../../src/store/history-groups.js';
 import { quoteSchema } from '../../src/store/schema-name.js';
 import { outboxStatements } from '../../src/store/statements.js';

@@ -14,8 +14,8 @@ import {
   type QueuedMessage,
   tellFollower,
 } from './drain-run.js';
-import { resolveSettings } from './drain-settings.js';
 import type { ClaimedMessage } from './outbox-store.js';
+import { resolveSettings } from './resolved-settings.js';
 
 const NOW = 1_000_000;
 

@@ -2,9 +2,10 @@
  * The state one drain carries between its claims, lanes and settle groups, and the budget
  * arithmetic they share.
  */
-import type { DrainOptions, DrainReport, Settings, StopReason } from './drain-settings.js';
+import type { DrainOptions, DrainReport, StopReason } from './drain-settings.js';
 import { SubrequestBudgetError } from './errors.js';
 import type { ClaimCursor, ClaimedMessage, HeldRun } from './outbox-store.js';
+import type { Settings } from './resolved-settings.js';
 import type { SendContext } from './sender.js';
 
 /**
@@ -302,7 +303,7 @@ export function writesOwed(run: DrainRun): number {
 /**
  * Sends the budget can still pay for in a claim on the wire (counted in `claimsOnWire`, so its
  * write is kept free): rows queued or on the wire in another claim have their sends taken first,
- * `rowsPerSend` rows a send (see rowsPerSend in drain-settings.ts).
+ * `rowsPerSend` rows a send (see rowsPerSend in resolved-settings.ts).
  */
 export function sendsAffordable(run: DrainRun): number {
   const { subrequestBudget, rowsPerSend } = run.settings;

@@ -21,14 +21,13 @@ import {
   CLAIMS_PER_FULL_SCAN,
   type DrainOptions,
   type DrainReport,
-  deadlineReader,
   MAX_CLAIMS_ON_WIRE,
   MIN_BUDGET_FOR_CLAIM_BESIDE,
   PROBE_INTERVAL_MS,
-  resolveSettings,
   type StopReason,
 } from './drain-settings.js';
 import type { ClaimResult, ExhaustedMessage } from './outbox-store.js';
+import { deadlineReader, resolveSettings } from './resolved-settings.js';
 import { SendTimeouts } from './send-outcome.js';
 import { isBatchSender } from './sender.js';
 import { SettleGroups } from './settle-groups.js';

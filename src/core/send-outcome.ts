@@ -3,9 +3,9 @@
  * the sender does with its AbortSignal, and its result turned into the settlement to record.
  */
 import { attemptFacts, deliveryFacts } from './attempt-facts.js';
-import type { Settings } from './drain-settings.js';
 import { describeError, isPermanentDeliveryError, isRetryableDeliveryError } from './errors.js';
 import type { ClaimedMessage } from './outbox-store.js';
+import type { Settings } from './resolved-settings.js';
 import { backoffDelayMs } from './retry-policy.js';
 import type {
   BatchItemResult,

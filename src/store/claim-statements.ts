@@ -3,9 +3,9 @@
  * one statement. Built per schema and limit by outboxStatements (statements.ts).
  */
 
-import type { ClaimRequest } from '../core/outbox-store.js';
 import { probeStatement } from './claim-probes.js';
 import { firstKeyStatement, keyedRunsStatement } from './claim-walk.js';
+import { type DueClaimShape, dueParameter } from './due-claim-shape.js';
 import { CLAIMED_COLUMNS } from './message-columns.js';
 import { countOutcomes } from './outcome-counts.js';
 
@@ -18,74 +18,6 @@ const PAUSED = 2;
 
 /** Claim texts kept per limit; past this many distinct limits, the kept ones are forgotten. */
 const CLAIM_TEXTS_KEPT = 16;
-
-/** What shapes a due claim's text: its limit, a key's share, a cursor, probes, keyed rows. */
-export interface DueClaimShape {
-  limit: number;
-  /** Rows one ordering key may take before every other key has had its turn. */
-  share: number;
-  after: boolean;
-  probe?: boolean;
-  /**
-   * false: unkeyed rows only, for a backlog with no message with an ordering key unfinished
-   * (see DueClaims, due-claim.ts); the rows then say whether one is now. Default true.
-   */
-  keyed?: boolean;
-}
-
-/** The shape of the due claim a drain's request asks for. */
-export function dueClaimShape(request: ClaimRequest): DueClaimShape {
-  const { limit, keyShare = limit } = request;
-  return {
-    limit,
-    share: Math.min(limit, Math.max(1, keyShare)),
-    after: request.after !== undefined,
-    probe: request.probe === true,
-  };
-}
-
-/** What a due claim passes after the five every claim shares, each read from the request. */
-const DUE_PARAMETERS = {
-  /** The ordering key the walk starts after (null: the first). */
-  walkStart: (request: ClaimRequest) => request.keysAfter ?? null,
-  /** The runs the drain holds (ClaimRequest.holding): their keys, first and last rows... */
-  heldKeys: (request: ClaimRequest) => (request.holding ?? []).map((run) => run.orderingKey),
-  heldFirst: (request: ClaimRequest) => (request.holding ?? []).map((run) => run.firstId),
-  heldLast: (request: ClaimRequest) => (request.holding ?? []).map((run) => run.lastId),
-  /** ...and the tokens their last rows are claimed under. */
-  heldTokens: (request: ClaimRequest) => (request.holding ?? []).map((run) => run.lastToken),
-  /** The cursor: the due time and id of the last unkeyed row an earlier claim took. */
-  cursorDue: (request: ClaimRequest) => request.after?.dueAt,
-  cursorId: (request: ClaimRequest) => request.after?.id,
-} as const;
-
-type DueParameter = keyof typeof DUE_PARAMETERS;
-
-/** The parameters a due claim's text reads after the shared five, in the order numbered. */
-function dueParameterNames(shape: DueClaimShape): DueParameter[] {
-  return [
-    ...(shape.keyed !== false
-      ? (['walkStart', 'heldKeys', 'heldFirst', 'heldLast', 'heldTokens'] as const)
-      : []),
-    ...(shape.after ? (['cursorDue', 'cursorId'] as const) : []),
-  ];
-}
-
-/** A due claim's placeholder for one of its own parameters: `$6` onwards, by shape. */
-function dueParameter(shape: DueClaimShape, name: DueParameter): string {
-  const index = dueParameterNames(shape).indexOf(name);
-  if (index < 0) throw new Error(`a ${JSON.stringify(shape)} due claim passes no ${name}`);
-  return `$${6 + index}`;
-}
-
-/** The due claim's parameters: `shared` ($1 to $5), then those its shape reads. */
-export function dueClaimParameters(
-  request: ClaimRequest,
-  shared: readonly unknown[],
-  shape: DueClaimShape,
-): unknown[] {
-  return [...shared, ...dueParameterNames(shape).map((name) => DUE_PARAMETERS[name](request))];
-}
 
 /** The due-rows claim by limit, share, cursor and probes, each text built once. */
 export function claimStatements(quotedSchema: string): (shape: DueClaimShape) => string {
@@ -107,7 +39,7 @@ export function claimStatements(quotedSchema: string): (shape: DueClaimShape) =>
  * $1 now, $2 claim token, $3 lease ms, $4 whether a dead message blocks later messages with
  * its ordering key, $5 the kinds this drain has senders for (a drain never claims what it
  * cannot send); by key also $6 the keys and $7 the limit; a due claim also those of
- * DUE_PARAMETERS its shape reads (dueClaimParameters): with keyed rows the walk's start and the
+ * DUE_PARAMETERS its shape reads (due-claim-shape.ts): with keyed rows the walk's start and the
  * rows the drain holds, after a cursor its due time and id.
  *
  * A due claim takes two kinds of rows, merged by due time up to the limit. Rows without an

@@ -14,7 +14,7 @@
  */
 
 import type { ClaimRequest, ClaimResult } from '../core/outbox-store.js';
-import { type DueClaimShape, dueClaimParameters, dueClaimShape } from './claim-statements.js';
+import { type DueClaimShape, dueClaimParameters, dueClaimShape } from './due-claim-shape.js';
 import { type ClaimedRow, claimResultFromRows } from './message-rows.js';
 
 export class DueClaims {

@@ -1,4 +1,5 @@
-import { claimStatement, claimStatements, type DueClaimShape } from './claim-statements.js';
+import { claimStatement, claimStatements } from './claim-statements.js';
+import type { DueClaimShape } from './due-claim-shape.js';
 import { type MetricStatements, metricStatements } from './metric-statements.js';
 import { type OperatorStatements, operatorStatements } from './operator-statements.js';
 import { settleStatement } from './settle-statement.js';
