@@ -117,6 +117,40 @@ describe('the Cloudflare Queues sender in workerd, on the cron drain', () => {
     expect(rows).toEqual([{ state: 'delivered', n: COMMITTED }]);
   }, 120_000);
 
+  it('sends a batch over 256 KB in more calls, each counted, and sets aside a message over 128 KB without a call', async () => {
+    const raw = createOutbox({ kinds: { 'raw.event': true } });
+    const db = pgExecutor(database.pool);
+    const large = await raw.enqueue(
+      db,
+      Array.from({ length: 30 }, (_, index) => ({
+        kind: 'raw.event',
+        payload: { index, note: 'x'.repeat(20_000) },
+      })),
+    );
+    const [tooLarge] = await raw.enqueue(db, {
+      kind: 'raw.event',
+      payload: { note: 'x'.repeat(QUEUE_MAX_MESSAGE_BYTES) },
+    });
+    const before = worker.jsonLines().filter((line) => line.message === 'outbox drain').length;
+    expect((await worker.scheduled(CRON)).status).toBe(200);
+    const drainReport = () =>
+      worker.jsonLines().filter((line) => line.message === 'outbox drain')[before];
+    await waitFor('the drain report', () => drainReport() !== undefined);
+    // 600 KB of messages: three calls or more, the ones beyond the first spent from the budget.
+    expect(drainReport()).toMatchObject({ delivered: 30, dead: 1 });
+    expect(Number(drainReport()!.senderSubrequests)).toBeGreaterThanOrEqual(2);
+    await waitFor('the large messages at the consumer', () =>
+      large.every((key) => arrivals.has(key)),
+    );
+    expect(arrivals.has(tooLarge!)).toBe(false);
+    const { rows } = await database.pool.query<{ state: string; last_error: string }>(
+      'SELECT state, last_error FROM outbox.all_messages WHERE key = $1',
+      [tooLarge],
+    );
+    expect(rows[0]).toMatchObject({ state: 'dead' });
+    expect(rows[0]?.last_error).toContain('over Cloudflare Queues');
+  }, 60_000);
+
   it('refuses at enqueue a payload too large for a queue message, naming the field', async () => {
     const tooLarge = { note: 'x'.repeat(QUEUE_MAX_MESSAGE_BYTES) };
     await expect(

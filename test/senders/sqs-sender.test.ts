@@ -184,6 +184,38 @@ describe('the SQS sender through drains, through node-pg', () => {
   });
 });
 
+describe('the SQS sender called directly', () => {
+  /** A send context that counts what the sender spends. */
+  function countingContext() {
+    const spent: string[] = [];
+    return { spent, context: { run: {}, spend: (_n: number, what: string) => spent.push(what) } };
+  }
+
+  it('sends a batch over 1 MiB of bodies in two calls, spending a subrequest on the second', async () => {
+    const queueUrl = await newQueue();
+    const messages = Array.from({ length: 10 }, (_, index) =>
+      outboundMessage('order.placed', { index, note: 'x'.repeat(200_000) }),
+    );
+    const { spent, context } = countingContext();
+    const results = await senderFor(queueUrl).send(messages, openSignal(), context);
+    expect(results.every((result) => result.delivered)).toBe(true);
+    expect(spent).toHaveLength(1);
+    const received = await receiveAll(queueUrl);
+    expect(received.map(keyOf).sort()).toEqual(messages.map((message) => message.key).sort());
+  });
+
+  it('lets a FIFO queue drop a message sent again under the same key (a resend after a crash)', async () => {
+    const queueUrl = await newQueue(true);
+    const message = outboundMessage('order.placed', { n: 1 }, { orderingKey: 'customer/1' });
+    const sender = senderFor(queueUrl);
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      const [result] = await sender.send([{ ...message, attempt }], openSignal());
+      expect(result?.delivered).toBe(true);
+    }
+    expect((await receiveAll(queueUrl)).map(keyOf)).toEqual([message.key]);
+  });
+});
+
 describe('the SQS sender on SQS error answers', () => {
   it('retries a throttled call after a pause, every message of it alike', async () => {
     const throttling = await startLoopbackServer((_request, response) => {
