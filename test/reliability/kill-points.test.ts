@@ -6,28 +6,50 @@
  * before recording it, and both times under the same key. Most messages carry one of a few
  * ordering keys, so the drains claim runs of them, and the receiver sees each key's messages
  * first arrive in enqueue order.
+ *
+ * Half the messages are webhooks, sent one at a time to a loopback ledger; the other half go
+ * in batches through the SQS batch sender to fauxqs (an SQS-compatible server, in process),
+ * each drain process to a queue of its own so each copy names its sender. fauxqs's message spy
+ * lists what the queues took in the order they took it: the queue side's arrival order.
  */
+
 import { fileURLToPath } from 'node:url';
+import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { type FauxqsServer, startFauxqs } from 'fauxqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
+import type { JsonValue } from '../../src/core/message.js';
 import { type NeonProxy, startNeonProxy } from '../../src/dev/neon-proxy.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
+import { SQS_MESSAGE_KEY_ATTRIBUTE, sqsSender } from '../../src/senders/sqs/index.js';
 import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
 import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import { useTestDatabase } from '../support/database.js';
 import { fakeClock, seededRandom } from '../support/drain-fixtures.js';
 import { DRIVER_NAMES, type DriverName } from '../support/drivers.js';
 import { startScript } from './support/child-process.js';
-import { account, type DeliveryLedger, startDeliveryLedger } from './support/delivery-ledger.js';
+import {
+  account,
+  type Delivery,
+  type DeliveryLedger,
+  startDeliveryLedger,
+} from './support/delivery-ledger.js';
 import { recordScenario } from './support/scenario-results.js';
 
 const KILL_DRAIN = fileURLToPath(new URL('./fixtures/kill-drain.ts', import.meta.url));
 /** 17 per driver: 68 kills in all over the four, past the issue's "at least 50". */
 const RUNS_PER_DRIVER = Number(process.env.OUTBOX_RELIABILITY_KILL_RUNS ?? 17);
 const MESSAGES_PER_RUN = 8;
-/** Ordering keys per driver: 6 of each run's 8 messages carry one, in turn; 2 carry none. */
+/**
+ * Ordering keys per driver and destination: 6 of each run's 8 messages carry one, in turn; 2
+ * carry none.
+ */
 const ORDERING_KEYS = 3;
+/** The kind the drains send in batches, to SQS; the others are webhooks. */
+const QUEUE_KIND = 'queue.event';
+const SQS_REGION = 'us-east-1';
+const SQS_CREDENTIALS = { accessKeyId: 'AKIDKILLPOINTS', secretAccessKey: 'kill-points-secret' };
 const LEASE_MS = 4_000;
 const KILL_POINTS = ['after-claim', 'mid-send', 'after-send', 'mid-settle'] as const;
 type KillPoint = (typeof KILL_POINTS)[number];
@@ -43,19 +65,54 @@ const database = useTestDatabase();
 const secret = generateWebhookSecret();
 let proxy: NeonProxy;
 let ledger: DeliveryLedger;
+let queues: FauxqsServer;
+let sqs: SQSClient;
 
 beforeAll(async () => {
   proxy = await startNeonProxy({ postgres: { host: database.host, port: database.port } });
   ledger = await startDeliveryLedger();
   // Slow enough that a kill on "sending" lands while the request is in flight.
   ledger.delayMs = 15;
+  // Room for every message the scenario sends, twice over.
+  queues = await startFauxqs({ port: 0, logger: false, messageSpies: { bufferSize: 50_000 } });
+  sqs = new SQSClient({
+    endpoint: queues.address,
+    region: SQS_REGION,
+    credentials: SQS_CREDENTIALS,
+  });
 });
 afterAll(async () => {
-  await Promise.all([ledger?.close(), proxy?.close()]);
+  sqs?.destroy();
+  await Promise.all([ledger?.close(), proxy?.close(), queues?.stop()]);
 });
 
+/** A new standard queue named `name`; its URL. */
+async function newQueue(name: string): Promise<string> {
+  const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name }));
+  return QueueUrl!;
+}
+
+/** Who sent what a queue took: the drain process that owns the queue. */
+const queueAgent = (queueName: string) => `sqs/${queueName}`;
+
+/** Every message the queues took, in the order they took it, as deliveries. */
+function queueDeliveries(): Delivery[] {
+  return queues.spy.getAllMessages().flatMap((event) =>
+    event.service === 'sqs' && event.status === 'published'
+      ? [
+          {
+            key: String(event.messageAttributes[SQS_MESSAGE_KEY_ATTRIBUTE]?.StringValue),
+            by: queueAgent(event.queueName),
+            at: event.timestamp,
+          },
+        ]
+      : [],
+  );
+}
+
 interface KillRun {
-  pid: number;
+  /** Who it is to the receivers: its webhooks' user agent, and its own queue. */
+  agents: string[];
   point: KillPoint;
   killed: boolean;
   /** Keys this process recorded as delivered before it died. */
@@ -65,7 +122,7 @@ interface KillRun {
 /** One driver's lane: runs one after another, each killed at a chosen point. */
 async function killLane(driver: DriverName, random: () => number) {
   const schema = `kill_${driver.replace('-', '_')}`;
-  const outbox = createOutbox({ schema });
+  const outbox = createOutbox({ schema, kinds: { [QUEUE_KIND]: true } });
   const db = pgExecutor(database.pool);
   await outbox.migrate(db);
   const committed: string[] = [];
@@ -73,14 +130,19 @@ async function killLane(driver: DriverName, random: () => number) {
   const orderingKeyOf = new Map<string, string>();
   const runs: KillRun[] = [];
   for (let index = 0; index < RUNS_PER_DRIVER; index++) {
-    const orderingKeys = Array.from({ length: MESSAGES_PER_RUN }, (_, n) =>
-      n < MESSAGES_PER_RUN - 2 ? `${driver}/${n % ORDERING_KEYS}` : undefined,
+    const kinds = Array.from({ length: MESSAGES_PER_RUN }, (_, n) =>
+      n % 2 === 0 ? 'webhook' : QUEUE_KIND,
+    );
+    const orderingKeys = kinds.map((kind, n) =>
+      n < MESSAGES_PER_RUN - 2 ? `${driver}/${kind}/${n % ORDERING_KEYS}` : undefined,
     );
     const keys = await outbox.enqueue(
       db,
       orderingKeys.map((orderingKey, n) => ({
-        kind: 'webhook',
-        payload: { url: `${ledger.url}/${driver}`, body: { index, n } },
+        kind: kinds[n]!,
+        payload: (kinds[n] === 'webhook'
+          ? { url: `${ledger.url}/${driver}`, body: { index, n } }
+          : { index, n }) as JsonValue,
         ...(orderingKey ? { orderingKey } : {}),
         // A claim counts an attempt, and the oldest rows are claimed first by every run, so
         // under a slow machine one message can be held by every killed run in turn. Enough
@@ -100,6 +162,8 @@ async function killLane(driver: DriverName, random: () => number) {
     // prefetch made while the previous batch sends, so a kill there is a mid-send kill.
     const occurrence = point === 'after-claim' ? 1 : 1 + Math.floor(random() * 3);
     const delayMs = Math.floor(random() * 4);
+    const queueName = `kill-${driver}-${index}`;
+    const queueUrl = await newQueue(queueName);
     const child = startScript(KILL_DRAIN, {
       DRIVER: driver,
       DATABASE_URL: database.url,
@@ -108,6 +172,8 @@ async function killLane(driver: DriverName, random: () => number) {
       WEBHOOK_SECRET: secret,
       ALLOW_HOST: `127.0.0.1:${ledger.port}`,
       LEASE_MS: String(LEASE_MS),
+      SQS_ENDPOINT: queues.address,
+      SQS_QUEUE_URL: queueUrl,
     });
     let seen = 0;
     child.onLine((line) => {
@@ -125,7 +191,12 @@ async function killLane(driver: DriverName, random: () => number) {
         .flatMap((line) => line.slice('settled '.length).split(','))
         .filter(Boolean),
     );
-    runs.push({ pid: child.pid, point, killed: exit.signal === 'SIGKILL', settled });
+    runs.push({
+      agents: [`kill-drain/${child.pid}`, queueAgent(queueName)],
+      point,
+      killed: exit.signal === 'SIGKILL',
+      settled,
+    });
   }
 
   // Whatever the kills left claimed: a drain whose clock is past every lease finishes it.
@@ -138,8 +209,15 @@ async function killLane(driver: DriverName, random: () => number) {
     resolveHost: false,
     userAgent: 'recovery',
   });
+  const recoveryQueue = sqsSender({
+    queueUrl: await newQueue(`recovery-${driver}`),
+    endpoint: queues.address,
+    region: SQS_REGION,
+    credentials: SQS_CREDENTIALS,
+  });
+  const senders = { webhook: recovery, [QUEUE_KIND]: recoveryQueue };
   for (let pass = 0; pass < 5; pass++) {
-    const report = await drainOnce({ store, senders: { webhook: recovery }, clock });
+    const report = await drainOnce({ store, senders, clock });
     if (report.claimed === 0) break;
   }
   const stats = await store.stats(clock.now());
@@ -178,18 +256,21 @@ describe('drain processes SIGKILLed at random moments', () => {
 
     const committed = lanes.flatMap((lane) => lane.committed);
     const runs = lanes.flatMap((lane) => lane.runs);
-    const result = account(ledger.deliveries, committed);
+    const queued = queueDeliveries();
+    const result = account([...ledger.deliveries, ...queued], committed);
     for (const lane of lanes) {
       expect(lane.stats).toMatchObject({ pending: 0, claimed: 0, dead: 0 });
     }
     expect(result.lost).toEqual([]);
     expect(result.rolledBackSent).toEqual([]);
-    const passedAhead = lanes.flatMap((lane) =>
-      outOfOrder(ledger.deliveries, lane.orderingKeyOf, lane.committed),
-    );
+    // Each receiver's own arrival order: the ledger's for webhooks, the queues' for the rest.
+    const passedAhead = lanes.flatMap((lane) => [
+      ...outOfOrder(ledger.deliveries, lane.orderingKeyOf, lane.committed),
+      ...outOfOrder(queued, lane.orderingKeyOf, lane.committed),
+    ]);
     expect(passedAhead).toEqual([]);
 
-    const runByAgent = new Map(runs.map((run) => [`kill-drain/${run.pid}`, run]));
+    const runByAgent = new Map(runs.flatMap((run) => run.agents.map((agent) => [agent, run])));
     const perKill: Record<string, { kills: number; duplicates: number }> = {};
     for (const point of KILL_POINTS) {
       perKill[point] = {
@@ -218,7 +299,7 @@ describe('drain processes SIGKILLed at random moments', () => {
       runs: runs.length,
       messages: committed.length,
       faults: kills,
-      injected: `SIGKILL after claim, mid-send, after send, mid-settle; ${ORDERING_KEYS} ordering keys per driver, per-key order checked at the receiver (${passedAhead.length} out of order)`,
+      injected: `SIGKILL after claim, mid-send, after send, mid-settle; half webhooks, half SQS batches (${queued.length} queue copies); ${ORDERING_KEYS} ordering keys per driver and destination, per-key order checked at each receiver (${passedAhead.length} out of order)`,
       lost: result.lost.length,
       duplicated: result.extraDeliveries,
       rolledBackSent: result.rolledBackSent.length,
