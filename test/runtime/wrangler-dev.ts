@@ -26,6 +26,13 @@ export interface WranglerDev {
   scheduled(cron: string): Promise<Response>;
   /** Stops wrangler and workerd (the whole process group), and removes the temp files. */
   stop(): Promise<void>;
+  /**
+   * SIGKILLs wrangler and workerd (the whole process group) at once, with no grace: a crash,
+   * wherever the Worker was. Removes the temp files, as stop() does; wrangler's own bundle
+   * folders (`.wrangler/tmp` beside the config, gitignored) stay, since a crash skips the exit
+   * hook that removes them, and which are this run's cannot be told from a neighbour's.
+   */
+  kill(): Promise<void>;
 }
 
 export async function freePort(): Promise<number> {
@@ -138,6 +145,18 @@ async function startOnce(
     await rm(dir, { recursive: true, force: true });
   };
 
+  const kill = async () => {
+    if (running && child.pid !== undefined) {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+      await exited;
+    }
+    await rm(dir, { recursive: true, force: true });
+  };
+
   // Ready when the Worker itself answers: the app's JSON 404 for a path no route serves.
   const readyBy = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
@@ -176,5 +195,6 @@ async function startOnce(
         signal: AbortSignal.timeout(60_000),
       }),
     stop,
+    kill,
   };
 }
