@@ -6,6 +6,7 @@ export {
   startEmbeddedPostgres,
 } from './embedded-postgres.js';
 export { type LocalSes, localSesEnv, startLocalSes } from './local-ses.js';
+export { type LocalSqs, localSqsEnv, startLocalSqs } from './local-sqs.js';
 export { applyNeonLocalProxy, type NeonLocalTarget } from './neon-local-config.js';
 export {
   applyNeonLocalConfig,

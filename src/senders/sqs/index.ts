@@ -11,6 +11,7 @@ export {
   sqsDeliveryError,
   sqsEntryError,
 } from './sqs-errors.js';
+export { sqsConfigFromEnv, sqsSenderFromEnv } from './sqs-from-env.js';
 export {
   SQS_MAX_BATCH,
   SQS_MAX_BATCH_BYTES,
