@@ -41,6 +41,11 @@ export interface AppDeps {
   kickSubrequestBudget?: number;
   /** `From` for the service's emails; else the SES sender's default. */
   emailFrom?: string;
+  /**
+   * Write an `order.placed` event with each order, for a queue (its ordering key the customer,
+   * so one customer's events go in order). Default false: only when a sender is configured.
+   */
+  orderEvents?: boolean;
   /** Request bodies above this are refused with 413. */
   maxBodyBytes?: number;
   /**
@@ -57,6 +62,9 @@ export interface AppDeps {
   newId?: IdGenerator;
   logger?: Logger;
 }
+
+/** The event each order writes for a queue when `orderEvents` is on: `{ order }`. */
+export const ORDER_PLACED_KIND = 'order.placed';
 
 /** Hono's context variables for this app. */
 export type AppEnv = {
@@ -76,6 +84,7 @@ export interface ResolvedDeps {
   adminToken: string | undefined;
   drain: Drainer | undefined;
   emailFrom: string | undefined;
+  orderEvents: boolean;
   maxBodyBytes: number;
   idempotency: IdempotencyRecords;
   loginThrottle: FailedLoginThrottle;
@@ -104,6 +113,7 @@ export function resolveDeps(deps: AppDeps): ResolvedDeps {
     adminToken: deps.adminToken || undefined,
     drain,
     emailFrom: deps.emailFrom,
+    orderEvents: deps.orderEvents ?? false,
     maxBodyBytes: deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     idempotency: new IdempotencyRecords(
       deps.db,

@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import type { NewMessage } from 'outbox-relay';
 import { quoteSchema } from 'outbox-relay/sql';
 import { z } from 'zod';
-import type { AppEnv, ResolvedDeps } from './app-deps.js';
+import { type AppEnv, ORDER_PLACED_KIND, type ResolvedDeps } from './app-deps.js';
 import { commitOnce, rejection } from './commit-once.js';
 import { displayName, storableString, validJson } from './request-body.js';
 import { subscribedEndpoints, webhookEndpointRoutes, webhooksFor } from './webhook-endpoints.js';
@@ -98,6 +98,10 @@ export function domainRoutes(deps: ResolvedDeps): Hono<AppEnv> {
           orderConfirmationText(customer.name, order),
         ),
         ...webhooks.messages,
+        // One customer's events in order: a consumer never sees a later order before an earlier.
+        ...(deps.orderEvents
+          ? [{ kind: ORDER_PLACED_KIND, payload: { order }, orderingKey: `user:${input.userId}` }]
+          : []),
       ]);
       return {
         statements: [

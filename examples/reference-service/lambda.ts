@@ -7,8 +7,8 @@
  *   that ends before the invocation's own timeout, and at minute 30 of each hour a purge.
  *
  * The service is built once per sandbox and reused while it stays warm. That is safe because
- * nothing in it holds a connection: the database is Neon's HTTP driver, the SES client sends
- * one request per email, and the app keeps no per-request state.
+ * nothing in it holds a connection: the database is Neon's HTTP driver, the SES and SQS clients
+ * send one request per call, and the app keeps no per-request state.
  */
 import { Hono } from 'hono';
 import {
@@ -22,6 +22,7 @@ import {
   lambdaScheduledHandler,
   nodeHostResolver,
 } from 'outbox-relay/aws-lambda';
+import { sqsSenderFromEnv } from 'outbox-relay/sqs';
 import {
   misconfiguredResponse,
   type ReferenceService,
@@ -39,6 +40,8 @@ function warmService(): ReferenceService {
   service ??= referenceServiceFromEnv(process.env, {
     resolveHost: nodeHostResolver,
     logFields: { runtime: 'aws-lambda' },
+    // OUTBOX_SQS_QUEUE_URL set: orders write an `order.placed` event for that queue.
+    orderEvents: sqsSenderFromEnv(process.env),
   });
   return service;
 }

@@ -15,6 +15,7 @@
 import { neon, neonConfig } from '@neondatabase/serverless';
 import { type Context, Hono } from 'hono';
 import {
+  type BatchSender,
   type BatchSqlExecutor,
   createDrainer,
   createOutbox,
@@ -26,6 +27,7 @@ import {
   neonHttpExecutor,
   type Outbox,
   type PostgresOutboxStore,
+  type Sender,
   type SenderRegistry,
   type SqlExecutor,
 } from 'outbox-relay';
@@ -36,7 +38,7 @@ import { sesSenderFromEnv } from 'outbox-relay/ses';
 import { migrate } from 'outbox-relay/sql';
 import { type HostResolver, webhookSenderFromEnv } from 'outbox-relay/webhook';
 import { createApp } from './app.js';
-import type { AppEnv } from './app-deps.js';
+import { type AppEnv, ORDER_PLACED_KIND } from './app-deps.js';
 import { DEFAULT_APP_SCHEMA, endpointSecretLookup } from './endpoint-secrets.js';
 import { idempotencyPurge } from './idempotency.js';
 import { migrations as appMigrations } from './migrations.generated.js';
@@ -73,6 +75,8 @@ export interface ReferenceService {
   /** Kinds left without a sender, and why (emails without SES credentials). */
   skipped: { kind: string; reason: string }[];
   adminToken: string | undefined;
+  /** Whether each order also writes an `order.placed` event (a queue is configured for it). */
+  orderEvents: boolean;
   /**
    * Where wrong admin tokens are counted, for `/admin`, `POST /webhook-endpoints` and
    * `POST /admin/migrate` alike. In memory: per process on Node, per build of the service
@@ -91,6 +95,12 @@ export interface ReferenceServiceOptions {
   secretsDb?: (db: SqlExecutor) => SqlExecutor;
   /** Fields on every log line (runtime, invocation). */
   logFields?: Record<string, unknown>;
+  /**
+   * Where `order.placed` events go: a queue sender the runtime builds from its environment
+   * (Workers: `cloudflareQueuesSender(env.ORDER_EVENTS)`; Node and Lambda: `sqsSenderFromEnv`).
+   * Without one, orders write no event: nothing would ever send it.
+   */
+  orderEvents?: Sender | BatchSender;
 }
 
 /**
@@ -102,7 +112,7 @@ export function referenceServiceFromEnv(
   options: ReferenceServiceOptions,
 ): ReferenceService {
   const db = databaseFromEnv(env);
-  const outbox = createOutbox();
+  const outbox = createOutbox({ kinds: { [ORDER_PLACED_KIND]: true } });
   const store = outbox.store(db);
   const logger = jsonLogger({
     verbose: readEnv(env, 'OUTBOX_DEBUG') === '1',
@@ -113,7 +123,11 @@ export function referenceServiceFromEnv(
     resolveHost: options.resolveHost,
   });
   const email = sesSenderFromEnv(env);
-  const senders: SenderRegistry = email ? { webhook, email } : { webhook };
+  const senders: SenderRegistry = {
+    webhook,
+    ...(email ? { email } : {}),
+    ...(options.orderEvents ? { [ORDER_PLACED_KIND]: options.orderEvents } : {}),
+  };
   const skipped = email
     ? []
     : [
@@ -131,6 +145,7 @@ export function referenceServiceFromEnv(
     drainer: { store, senders, logger, purgeWith: idempotencyPurge(db, DEFAULT_APP_SCHEMA) },
     skipped,
     adminToken: readEnv(env, 'ADMIN_TOKEN'),
+    orderEvents: options.orderEvents !== undefined,
     loginThrottle: new FailedLoginThrottle(),
     kick: switchFromEnv(env, 'OUTBOX_KICK', true),
     logger,
@@ -149,6 +164,7 @@ export function referenceApp(
     db: service.db,
     outbox: service.outbox,
     adminToken: service.adminToken,
+    orderEvents: service.orderEvents,
     loginThrottle: service.loginThrottle,
     drain: createDrainer(service.drainer),
     kick: service.kick,

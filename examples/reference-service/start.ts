@@ -2,7 +2,8 @@
  * `npm start`: the whole system locally, on embedded defaults, with no other setup.
  *
  * PostgreSQL (embedded, data kept between runs; DATABASE_URL uses another server instead), the
- * local Neon stand-in, a local SES endpoint with a web inbox, the reference service on Node over
+ * local Neon stand-in, a local SES endpoint with a web inbox, a local SQS endpoint with a queue
+ * for order events (unless OUTBOX_SQS_QUEUE_URL names another), the reference service on Node over
  * Neon's HTTP driver (the path every deployment takes) with the after-commit kick, and a drain
  * schedule that behaves like the serverless one. Ctrl-C lets the running drain settle, stops
  * every server and PostgreSQL, and exits 0; a second Ctrl-C forces.
@@ -17,12 +18,15 @@ import { parseArgs } from 'node:util';
 import { describeError } from 'outbox-relay';
 import {
   localSesEnv,
+  localSqsEnv,
   startEmbeddedPostgres,
   startLocalSes,
+  startLocalSqs,
   startNeonProxy,
 } from 'outbox-relay/dev';
 import { postgresUrlFromEnv } from 'outbox-relay/env';
 import { nodeHostResolver, serveApp, startDrainSchedule } from 'outbox-relay/node';
+import { sqsSenderFromEnv } from 'outbox-relay/sqs';
 import { migrateReferenceService, referenceApp, referenceServiceFromEnv } from './service.js';
 
 /** Fixed default ports, so printed URLs stay the same from one run to the next. */
@@ -30,6 +34,9 @@ const DEFAULT_APP_PORT = 3000;
 const DEFAULT_POSTGRES_PORT = 54329;
 const DEFAULT_NEON_PROXY_PORT = 54330;
 const DEFAULT_SES_PORT = 8005;
+const DEFAULT_SQS_PORT = 8006;
+/** The local queue orders' `order.placed` events go to. */
+const ORDER_EVENTS_QUEUE = 'order-events';
 
 /** Drain every 3 s locally: a message sent by the schedule alone still arrives "at once". */
 const DEFAULT_DRAIN_INTERVAL_MS = 3_000;
@@ -122,15 +129,27 @@ async function main(): Promise<void> {
     const ses = await startLocalSes({ port: portFrom('OUTBOX_SES_PORT', DEFAULT_SES_PORT) });
     stack.push({ name: 'local SES', stop: () => ses.close() });
 
+    // A local queue for order events, unless the environment names a queue of its own.
+    let queueLine = `  Queue        ${env.OUTBOX_SQS_QUEUE_URL}  (order.placed events)`;
+    let sqsEnv: Record<string, string> = {};
+    if (!env.OUTBOX_SQS_QUEUE_URL) {
+      const sqs = await startLocalSqs({ port: portFrom('OUTBOX_SQS_PORT', DEFAULT_SQS_PORT) });
+      stack.push({ name: 'local SQS', stop: () => sqs.close() });
+      sqsEnv = localSqsEnv(sqs, await sqs.createQueue(ORDER_EVENTS_QUEUE));
+      queueLine = `  Queue        ${sqs.inspectUrl(ORDER_EVENTS_QUEUE)}  (order.placed events on the local SQS queue, JSON)`;
+    }
+
     const adminToken = env.ADMIN_TOKEN || randomBytes(18).toString('base64url');
     // The deployed service's settings, pointed at the local stack: Neon's HTTP driver through
     // the stand-in, SES at the local endpoint, webhooks allowed to loopback receivers over http.
     const serviceEnv = {
       ...localSesEnv(ses),
+      ...sqsEnv,
       OUTBOX_EMAIL_FROM: 'outbox-relay <no-reply@outbox-relay.localhost>',
       OUTBOX_ENV: 'development',
       OUTBOX_WEBHOOK_ALLOW_HOSTS: '127.0.0.1,localhost,[::1]',
-      ...env,
+      // Set and empty reads as unset (readEnv), so it must not hide a local default either.
+      ...Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')),
       DATABASE_URL: databaseUrl,
       NEON_LOCAL_PROXY: `127.0.0.1:${proxy.port}`,
       ADMIN_TOKEN: adminToken,
@@ -138,6 +157,7 @@ async function main(): Promise<void> {
     const service = referenceServiceFromEnv(serviceEnv, {
       resolveHost: nodeHostResolver,
       logFields: { runtime: 'node' },
+      orderEvents: sqsSenderFromEnv(serviceEnv),
     });
     await migrateReferenceService(service);
     console.log('migrations applied (over Neon HTTP through the local stand-in)');
@@ -177,6 +197,7 @@ outbox-relay is running locally.
                curl -X POST ${served.url}/signups -H 'content-type: application/json' \\
                  -d '{"email":"ada@example.com","name":"Ada"}'
   Inbox        ${ses.url}/            (emails the SES endpoint received; JSON at ${ses.url}/store)
+${queueLine}
   Dashboard    ${served.url}/admin    (admin token: ${adminToken})
   Metrics      curl -H 'authorization: Bearer ${adminToken}' ${served.url}/admin/metrics
   DATABASE_URL ${databaseUrl}

@@ -10,6 +10,7 @@
  */
 
 import type { QueryResult, SqlExecutor } from 'outbox-relay';
+import { cloudflareQueuesSender, type QueueProducerLike } from 'outbox-relay/cloudflare-queues';
 import {
   DEFAULT_PURGE_CRON,
   DEFAULT_WORKERS_DRAIN_BUDGET_MS,
@@ -47,11 +48,26 @@ function subrequestBudget(env: EnvLike): number {
 }
 
 function buildService(env: EnvLike, entry: 'fetch' | 'scheduled'): ReferenceService {
+  const orderEvents = orderEventsQueue(env);
   return referenceServiceFromEnv(env, {
     resolveHost: false,
     secretsDb: lookupsOncePerInvocation,
     logFields: { runtime: 'cloudflare-workers', entry },
+    orderEvents: orderEvents && cloudflareQueuesSender(orderEvents),
   });
+}
+
+/**
+ * The `ORDER_EVENTS` Queue producer binding (wrangler.toml `[[queues.producers]]`), where
+ * orders' `order.placed` events go; without it, orders write no event.
+ */
+function orderEventsQueue(env: EnvLike): QueueProducerLike | undefined {
+  const binding: unknown = Reflect.get(env, 'ORDER_EVENTS');
+  const isProducer =
+    typeof binding === 'object' &&
+    binding !== null &&
+    typeof (binding as Partial<QueueProducerLike>).sendBatch === 'function';
+  return isProducer ? (binding as QueueProducerLike) : undefined;
 }
 
 async function fetch(

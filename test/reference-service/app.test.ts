@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../examples/reference-service/app.js';
-import type { AppDeps } from '../../examples/reference-service/app-deps.js';
+import { type AppDeps, ORDER_PLACED_KIND } from '../../examples/reference-service/app-deps.js';
 import { migrations as appMigrations } from '../../examples/reference-service/migrations.generated.js';
 import { PermanentDeliveryError } from '../../src/core/errors.js';
 import type { BatchSqlExecutor, Statement } from '../../src/core/ports.js';
@@ -15,7 +15,7 @@ import { waitFor } from '../support/wait-for.js';
 import { post } from './json-request.js';
 
 const database = useTestDatabase();
-const outbox = createOutbox();
+const outbox = createOutbox({ kinds: { [ORDER_PLACED_KIND]: true } });
 const ADMIN_TOKEN = 'admin-token-for-tests';
 
 beforeAll(async () => {
@@ -181,6 +181,33 @@ describe.each(['neon-ws', 'neon-http'] as const)('reference service through %s',
     );
     expect(unknown.status).toBe(422);
     expect((await unknown.json()).issues[0].path).toEqual(['userId']);
+  });
+
+  it('with orderEvents on, an order also writes its order.placed event, keyed by customer; off, none', async () => {
+    const signup = await app().request('/signups', post({ email: uniqueEmail(), name: 'Ola' }));
+    const { user } = await signup.json();
+    const kindsWritten = async (orderEvents: boolean) => {
+      const order = await app({ orderEvents }).request(
+        '/orders',
+        post({ userId: user.id, items: [{ sku: 'MUG', qty: 1, unitPriceCents: 800 }] }),
+      );
+      expect(order.status).toBe(201);
+      const body = await order.json();
+      const { rows } = await database.pool.query(
+        'SELECT kind, payload, ordering_key FROM outbox.all_messages WHERE key = ANY($1::uuid[]) ORDER BY id',
+        [body.messageKeys],
+      );
+      return { order: body.order, rows };
+    };
+    const on = await kindsWritten(true);
+    expect(on.rows.find((row) => row.kind === ORDER_PLACED_KIND)).toEqual({
+      kind: ORDER_PLACED_KIND,
+      payload: { order: on.order },
+      ordering_key: `user:${user.id}`,
+    });
+    const off = await kindsWritten(false);
+    expect(off.rows.map((row) => row.kind)).toContain('email');
+    expect(off.rows.map((row) => row.kind)).not.toContain(ORDER_PLACED_KIND);
   });
 
   it('replays an Idempotency-Key with the first response and writes nothing', async () => {

@@ -61,7 +61,7 @@ function processesInWorkspace(): string[] {
     });
 }
 
-it('npm start runs the whole stack: a signup reaches the inbox, and Ctrl-C stops everything', async () => {
+it('npm start runs the whole stack: a signup reaches the inbox, an order its event the local queue, and Ctrl-C stops everything', async () => {
   cleanCopy();
   child = spawn(process.execPath, ['--import', 'tsx', 'examples/reference-service/start.ts'], {
     cwd: copy,
@@ -73,6 +73,8 @@ it('npm start runs the whole stack: a signup reaches the inbox, and Ctrl-C stops
       OUTBOX_PG_PORT: '0',
       OUTBOX_NEON_PROXY_PORT: '0',
       OUTBOX_SES_PORT: '0',
+      OUTBOX_SQS_PORT: '0',
+      OUTBOX_SQS_QUEUE_URL: '',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -98,7 +100,8 @@ it('npm start runs the whole stack: a signup reaches the inbox, and Ctrl-C stops
   expect(output).toContain('Press Ctrl-C');
   const app = /App\s+(http:\/\/\S+)/.exec(output)?.[1];
   const inbox = /Inbox\s+(http:\/\/\S+?)\/\s/.exec(output)?.[1];
-  expect(app && inbox, output).toBeTruthy();
+  const queue = /Queue\s+(http:\/\/\S+)/.exec(output)?.[1];
+  expect(app && inbox && queue, output).toBeTruthy();
   expect(output).toMatch(/Dashboard\s+http:\/\/\S+\/admin\s+\(admin token: \S+\)/);
   expect(output).toMatch(/DATABASE_URL postgres:\/\//);
 
@@ -125,6 +128,39 @@ it('npm start runs the whole stack: a signup reaches the inbox, and Ctrl-C stops
     10_000,
   );
   expect(received?.subject).toBe('Welcome, Newcomer');
+
+  // An order's event goes through the SQS sender to the local queue, its key as an attribute.
+  const { user } = (await signup.json()) as { user: { id: string } };
+  const order = await fetch(`${app}/orders`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ userId: user.id, items: [{ sku: 'tea', qty: 2, unitPriceCents: 450 }] }),
+  });
+  expect(order.status).toBe(201);
+  const placed = (await order.json()) as { order: { id: string }; messageKeys: string[] };
+  interface QueuedMessage {
+    body: string;
+    messageAttributes: Record<string, { StringValue?: string }>;
+  }
+  let event: QueuedMessage | undefined;
+  await waitFor(
+    'the order.placed event on the local queue',
+    async () => {
+      const state = (await (await fetch(queue!)).json()) as {
+        messages: { ready: QueuedMessage[] };
+      };
+      event = state.messages.ready.find((message) =>
+        placed.messageKeys.includes(
+          String(message.messageAttributes['outbox-message-key']?.StringValue),
+        ),
+      );
+      return event !== undefined;
+    },
+    10_000,
+  );
+  expect(JSON.parse(event!.body)).toMatchObject({
+    order: { id: placed.order.id, totalCents: 900 },
+  });
 
   child.kill('SIGINT');
   expect(await exited).toEqual({ code: 0, signal: null });

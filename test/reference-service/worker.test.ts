@@ -3,8 +3,14 @@
  * `fetch`, the drain and purge on Cron Triggers, against real PostgreSQL through the local Neon
  * stand-in, real SES requests to the local SES endpoint, and a loopback webhook receiver.
  * Two Workers run side by side, one with the after-commit kick and one without, so each path
- * is seen delivering on its own.
+ * is seen delivering on its own. The one with the kick runs beside a consumer of its order
+ * events' Cloudflare Queue (test/fixtures/order-events-consumer, sharing wrangler's local
+ * queue), which posts what it receives to a loopback ledger here.
  */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrations as appMigrations } from '../../examples/reference-service/migrations.generated.js';
@@ -16,6 +22,7 @@ import { migrate } from '../../src/store/migrate.js';
 import { migrations as outboxMigrations } from '../../src/store/migrations.generated.js';
 import { startWranglerDev, type WranglerDev } from '../runtime/wrangler-dev.js';
 import { useTestDatabase } from '../support/database.js';
+import { type LoopbackServer, startLoopbackServer } from '../support/loopback-http.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const database = useTestDatabase();
@@ -30,12 +37,21 @@ let ses: LocalSes;
 let receiver: WebhookReceiver;
 let withKick: WranglerDev;
 let withoutKick: WranglerDev;
+let orderEvents: LoopbackServer;
+const temporaryDirs: string[] = [];
+/** The queue messages' bodies the consumer received, in order. */
+const consumed: { id: string; kind: string; payload: { order: { id: string } } }[] = [];
 
 beforeAll(async () => {
   await migrate(pgExecutor(database.pool), { schema: 'app', migrations: appMigrations });
   proxy = await startNeonProxy({ postgres: { host: database.host, port: database.port } });
   ses = await startLocalSes();
   receiver = await startWebhookReceiver();
+  orderEvents = await startLoopbackServer((request, response) => {
+    consumed.push(...JSON.parse(request.body));
+    response.end('ok');
+  });
+  const consumer = await consumerConfig(`${orderEvents.url}/consumed`);
   const vars = {
     DATABASE_URL: database.url,
     NEON_LOCAL_PROXY: `127.0.0.1:${proxy.port}`,
@@ -47,15 +63,35 @@ beforeAll(async () => {
     OUTBOX_SUBREQUEST_BUDGET: '50',
   };
   [withKick, withoutKick] = await Promise.all([
-    startWranglerDev(vars),
+    startWranglerDev(vars, { alongside: [consumer.path] }),
     startWranglerDev({ ...vars, OUTBOX_KICK: 'off' }),
   ]);
 }, 120_000);
 
 afterAll(async () => {
   await Promise.all([withKick?.stop(), withoutKick?.stop()]);
-  await Promise.all([receiver?.close(), ses?.close(), proxy?.close()]);
+  await Promise.all([receiver?.close(), ses?.close(), proxy?.close(), orderEvents?.close()]);
+  await Promise.all(temporaryDirs.map((dir) => rm(dir, { recursive: true, force: true })));
 });
+
+/**
+ * The consumer fixture's wrangler.toml with the ledger's URL among its vars, in a temp folder:
+ * `wrangler dev` gives its env file to the first Worker only.
+ */
+async function consumerConfig(ledgerUrl: string): Promise<{ path: string }> {
+  const fixture = fileURLToPath(
+    new URL('../fixtures/order-events-consumer/wrangler.toml', import.meta.url),
+  );
+  const dir = await mkdtemp(join(tmpdir(), 'outbox-order-events-consumer-'));
+  temporaryDirs.push(dir);
+  const toml = (await readFile(fixture, 'utf8')).replace(
+    'main = "worker.ts"',
+    `main = ${JSON.stringify(join(dirname(fixture), 'worker.ts'))}`,
+  );
+  const path = join(dir, 'wrangler.toml');
+  await writeFile(path, `${toml}\n[vars]\nLEDGER_URL = ${JSON.stringify(ledgerUrl)}\n`);
+  return { path };
+}
 
 function postJson(url: string, body: unknown, headers: Record<string, string> = {}) {
   return fetch(url, {
@@ -123,6 +159,34 @@ describe('the Worker on fetch', () => {
     expect(received!.subject).toBe('Welcome, Grace');
     await eventually(async () =>
       (await messageStates(messageKeys))[messageKeys[0]!] === 'delivered' ? true : undefined,
+    );
+  });
+
+  it('an order sends its order.placed event to the Cloudflare Queue, under its message key as the id', async () => {
+    const signup = await postJson(`${withKick.url}/signups`, { email: uniqueEmail(), name: 'Ida' });
+    const { user } = (await signup.json()) as { user: { id: string } };
+    const response = await postJson(`${withKick.url}/orders`, {
+      userId: user.id,
+      items: [{ sku: 'kettle', qty: 1, unitPriceCents: 3_900 }],
+    });
+    expect(response.status).toBe(201);
+    const placed = (await response.json()) as { order: { id: string }; messageKeys: string[] };
+    const event = await eventually(async () =>
+      consumed.find((body) => body.payload?.order?.id === placed.order.id),
+    );
+    expect(event).toMatchObject({
+      kind: 'order.placed',
+      payload: { order: { totalCents: 3_900 } },
+    });
+    expect(placed.messageKeys).toContain(event.id);
+    const { rows } = await database.pool.query(
+      'SELECT ordering_key FROM outbox.all_messages WHERE key = $1::uuid',
+      [event.id],
+    );
+    // One customer's events in order.
+    expect(rows).toEqual([{ ordering_key: `user:${user.id}` }]);
+    await eventually(async () =>
+      (await messageStates([event.id]))[event.id] === 'delivered' ? true : undefined,
     );
   });
 

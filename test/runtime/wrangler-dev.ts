@@ -56,9 +56,19 @@ const START_ATTEMPTS = 3;
  * closes the port before workerd binds it, and another process on the machine may take it in
  * between) is tried again on new ports.
  */
+export interface WranglerDevOptions {
+  /** The Worker's wrangler.toml; default the repo's (the reference service). */
+  config?: string;
+  /**
+   * More Workers run in the same `wrangler dev` (each one more `--config`), sharing its local
+   * queues and given the same vars; `url` serves the first.
+   */
+  alongside?: readonly string[];
+}
+
 export async function startWranglerDev(
   vars: Record<string, string>,
-  options: { config?: string } = {},
+  options: WranglerDevOptions = {},
 ): Promise<WranglerDev> {
   for (let attempt = 1; ; attempt++) {
     try {
@@ -72,7 +82,7 @@ export async function startWranglerDev(
 
 async function startOnce(
   vars: Record<string, string>,
-  options: { config?: string },
+  options: WranglerDevOptions,
 ): Promise<WranglerDev> {
   const dir = await mkdtemp(join(tmpdir(), 'outbox-relay-wrangler-'));
   const envFile = join(dir, 'test.env');
@@ -92,6 +102,7 @@ async function startOnce(
       'dev',
       '--config',
       options.config ?? join(process.cwd(), 'wrangler.toml'),
+      ...(options.alongside ?? []).flatMap((config) => ['--config', config]),
       '--env-file',
       envFile,
       '--ip',
