@@ -20,13 +20,17 @@ import type { ResultRow, Scenario } from './types.js';
 /**
  * Issue 29's cases: a few messages per key, long backlogs per key, one key, and a backlog ten
  * times deeper over the same ten keys, whose server CPU per message beside the 5,000's says
- * whether draining a backlog costs in proportion to it (1.0) or to its square (about 10).
+ * whether draining a backlog costs in proportion to it (1.0) or to its square (about 10). Last,
+ * the same 5,000 with no key at all (keys 0): the rate each system reaches here without the
+ * ordering rule, which bounds what any of the keyed cases can reach, in the same interleaved
+ * runs (graphile-worker's rate moves two- to threefold from day to day on this machine).
  */
 const CASES = [
   { keys: 1000, messages: 5000 },
   { keys: 10, messages: 5000 },
   { keys: 1, messages: 5000 },
   { keys: 10, messages: 50_000 },
+  { keys: 0, messages: 5000 },
 ] as const;
 /** Which case's server CPU is compared with which: same keys, ten times the backlog. */
 const DEEP = { shallow: 1, deep: 3 } as const;
@@ -55,14 +59,14 @@ export const orderingKeysScenario: Scenario = {
         for (const id of rotated(ORDERING_SYSTEMS, run)) {
           const system = SYSTEMS[id];
           context.progress(
-            `11 ordering keys: ${system.label}, ${messages.toLocaleString('en-US')} messages over ${keys.toLocaleString('en-US')} keys, run ${run}/${runs}`,
+            `11 ordering keys: ${system.label}, ${messages.toLocaleString('en-US')} messages over ${keys === 0 ? 'no' : keys.toLocaleString('en-US')} keys, run ${run}/${runs}`,
           );
           const result = await measureDrain(context, system, {
             messages,
             batchSize: THROUGHPUT_BATCH,
             concurrency: THROUGHPUT_CONCURRENCY,
             send: noopSend,
-            orderingKeys: keys,
+            orderingKeys: keys === 0 ? undefined : keys,
             timeLimitMs: TIME_LIMIT_MS,
           });
           if (result.cutOff) {
@@ -74,11 +78,14 @@ export const orderingKeysScenario: Scenario = {
         }
       }
       serverCpu.push(Object.fromEntries(costs.cpu.entries()));
-      const perKey = Math.round(messages / keys).toLocaleString('en-US');
+      const shape =
+        keys === 0
+          ? 'no ordering keys (the ceiling for the keyed cases)'
+          : `${keys.toLocaleString('en-US')} ordering keys (${Math.round(messages / keys).toLocaleString('en-US')} per key`;
       rows.push(
         ...costs.rows(
           '11',
-          `no-op drain of ${messages.toLocaleString('en-US')} over ${keys.toLocaleString('en-US')} ordering keys (${perKey} per key; batch ${THROUGHPUT_BATCH}, ${THROUGHPUT_CONCURRENCY} in flight)`,
+          `no-op drain of ${messages.toLocaleString('en-US')} over ${shape}${keys === 0 ? ' (' : '; '}batch ${THROUGHPUT_BATCH}, ${THROUGHPUT_CONCURRENCY} in flight)`,
           NO_ORDERING,
         ),
       );
