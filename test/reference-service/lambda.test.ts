@@ -2,7 +2,8 @@
  * The Lambda bundles as deployed: built by scripts/build-lambda.ts, imported from the built
  * `.mjs` files and invoked with API Gateway v2 and EventBridge events and a context whose
  * remaining time counts down, against real PostgreSQL (through the local Neon stand-in, as the
- * bundle's own Neon driver sees it), the local SES endpoint and a loopback webhook receiver.
+ * bundle's own Neon driver sees it), the local SES endpoint, a local SQS endpoint for the order
+ * events, and a loopback webhook receiver.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrations as appMigrations } from '../../examples/reference-service/migrations.generated.js';
 import { buildLambda, type LambdaBundle } from '../../scripts/build-lambda.js';
 import { type LocalSes, localSesEnv, startLocalSes } from '../../src/dev/local-ses.js';
+import { type LocalSqs, localSqsEnv, startLocalSqs } from '../../src/dev/local-sqs.js';
 import { type NeonProxy, startNeonProxy } from '../../src/dev/neon-proxy.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
@@ -34,6 +36,8 @@ const WEBHOOK_SECRET = generateWebhookSecret();
 /** What the test gives each scheduled invocation, as a function's timeout would. */
 const INVOCATION_MS = 10_000;
 const DAY_MS = 86_400_000;
+/** Where OUTBOX_SQS_QUEUE_URL points: the reference service's order events. */
+const ORDER_EVENTS_QUEUE = 'order-events';
 
 type HttpHandler = (
   event: Record<string, unknown>,
@@ -48,6 +52,7 @@ let dir: string;
 let bundles: Record<string, LambdaBundle>;
 let proxy: NeonProxy;
 let ses: LocalSes;
+let sqs: LocalSqs;
 let receiver: WebhookReceiver;
 let httpHandler: HttpHandler;
 let scheduledHandler: ScheduledHandler;
@@ -59,6 +64,7 @@ beforeAll(async () => {
   bundles = Object.fromEntries((await buildLambda(dir)).map((bundle) => [bundle.name, bundle]));
   proxy = await startNeonProxy({ postgres: { host: database.host, port: database.port } });
   ses = await startLocalSes();
+  sqs = await startLocalSqs();
   receiver = await startWebhookReceiver();
   // What serverless.yml would set; the bundles read process.env at their first invocation.
   Object.assign(process.env, {
@@ -66,6 +72,7 @@ beforeAll(async () => {
     NEON_LOCAL_PROXY: `127.0.0.1:${proxy.port}`,
     ADMIN_TOKEN,
     ...localSesEnv(ses),
+    ...localSqsEnv(sqs, await sqs.createQueue(ORDER_EVENTS_QUEUE)),
     OUTBOX_EMAIL_FROM: 'outbox-relay <no-reply@outbox-relay.test>',
     OUTBOX_ENV: 'development',
     OUTBOX_WEBHOOK_ALLOW_HOSTS: `127.0.0.1:${receiver.port}`,
@@ -80,7 +87,7 @@ afterAll(async () => {
     if (!(name in savedEnv)) delete process.env[name];
   }
   Object.assign(process.env, savedEnv);
-  await Promise.all([receiver?.close(), ses?.close(), proxy?.close()]);
+  await Promise.all([receiver?.close(), ses?.close(), sqs?.close(), proxy?.close()]);
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
@@ -187,6 +194,38 @@ describe('httpHandler (API Gateway HTTP API)', () => {
       [body.messageKeys[0]!]: 'delivered',
     });
     expect((await emailsTo(email)).map((sent) => sent.subject)).toEqual(['Welcome, Ada']);
+  });
+
+  it('POST /orders: the kick has sent the order.placed event to the SQS queue before it returns', async () => {
+    const signup = await httpHandler(
+      httpEvent('POST', '/signups', { email: uniqueEmail(), name: 'Oda' }),
+      countdownContext(INVOCATION_MS),
+    );
+    const { user } = JSON.parse(signup.body) as { user: { id: string } };
+    const result = await httpHandler(
+      httpEvent('POST', '/orders', {
+        userId: user.id,
+        items: [{ sku: 'LAMP', qty: 1, unitPriceCents: 2_500 }],
+      }),
+      countdownContext(INVOCATION_MS),
+    );
+    expect(result.statusCode).toBe(201);
+    const { order, messageKeys } = JSON.parse(result.body) as {
+      order: { id: string };
+      messageKeys: string[];
+    };
+    const queue = (await (await fetch(sqs.inspectUrl(ORDER_EVENTS_QUEUE))).json()) as {
+      messages: {
+        ready: { body: string; messageAttributes: Record<string, { StringValue: string }> }[];
+      };
+    };
+    const event = queue.messages.ready.find(
+      (message) => JSON.parse(message.body).order?.id === order.id,
+    );
+    expect(messageKeys).toContain(event?.messageAttributes['outbox-message-key']?.StringValue);
+    expect(await messageStates(messageKeys)).toEqual(
+      Object.fromEntries(messageKeys.map((key) => [key, 'delivered'])),
+    );
   });
 
   it('POST /admin/migrate needs the admin token, then reports both schemas current', async () => {
