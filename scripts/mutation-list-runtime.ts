@@ -263,7 +263,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     row: 15,
     edits: [
       {
-        file: 'src/senders/sqs/sqs-errors.ts',
+        file: 'src/senders/aws-batch-errors.ts',
         find: "listed ?? (failure.SenderFault === false ? 'transient' : 'rejected');",
         replace: "'transient';",
       },

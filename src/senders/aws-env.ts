@@ -1,7 +1,7 @@
 /**
  * Reading an AWS sender's region and credentials from the environment, the same way for every
- * AWS sender (SES, SQS) and every runtime: `process.env` on Node and Lambda, the `env` binding
- * object on Workers. No SDK here, so a program can read its settings without loading one.
+ * AWS sender (SES, SQS, SNS) and every runtime: `process.env` on Node and Lambda, the `env`
+ * binding object on Workers. No SDK here, so a program can read its settings without loading one.
  */
 import { ConfigurationError } from '../core/errors.js';
 import { type EnvLike, readEnv } from '../runtime/env.js';

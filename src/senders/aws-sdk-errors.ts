@@ -1,6 +1,6 @@
 /**
- * What the AWS SDK's errors say, read structurally (no SDK type, no class check), for the SES
- * and SQS senders' error tables.
+ * What the AWS SDK's errors say, read structurally (no SDK type, no class check), for the SES,
+ * SQS and SNS senders' error tables.
  */
 
 /** The fields of an SDK error we read. */

@@ -59,8 +59,8 @@ const AWS_SDK = /(?:^|\/)node_modules\/@(?:aws-sdk|aws-crypto|smithy)\//;
 
 /**
  * The entries a project with only the package and Neon's driver imports: all but those whose
- * optional peers it lacks (`/ses`: the AWS SDK; `/node`, `/dev`: Node servers and the local
- * stack).
+ * optional peers it lacks (`/ses`, `/sqs`, `/sns`: the AWS SDK; `/node`, `/dev`: Node servers and
+ * the local stack).
  */
 const LEAN_ENTRIES = [
   'outbox-relay',
@@ -74,10 +74,18 @@ const LEAN_ENTRIES = [
   'outbox-relay/neon-local',
 ];
 
+/**
+ * The entries that load an AWS SDK client, each its own optional peer named after the entry
+ * (`outbox-relay/sns`: `@aws-sdk/client-sns`): the lean project, which has none, cannot import
+ * them.
+ */
+const AWS_ENTRIES = ['outbox-relay/ses', 'outbox-relay/sqs', 'outbox-relay/sns'];
+
 /** What the Node consumer installs beside the tarball: the optional peers and their types. */
 const NODE_PEERS = [
   '@aws-sdk/client-ses',
   '@aws-sdk/client-sqs',
+  '@aws-sdk/client-sns',
   '@neondatabase/serverless',
   'pg',
   'ws',
@@ -471,10 +479,10 @@ describe('installed without the AWS SDK, as an app that sends no email', () => {
     expect(installed.peerDependenciesMeta['@aws-sdk/client-ses']).toEqual({ optional: true });
   });
 
-  it('imports the root entry and the webhook sender in plain Node; only outbox-relay/ses and outbox-relay/sqs ask for an SDK', async () => {
+  it('imports the root entry and the webhook sender in plain Node; only outbox-relay/ses, outbox-relay/sqs and outbox-relay/sns ask for an SDK', async () => {
     const script = `
       const loaded = {};
-      for (const name of ${JSON.stringify([...LEAN_ENTRIES, 'outbox-relay/ses', 'outbox-relay/sqs'])}) {
+      for (const name of ${JSON.stringify([...LEAN_ENTRIES, ...AWS_ENTRIES])}) {
         loaded[name] = await import(name).then(
           (module) => Object.keys(module).length,
           (error) => error.message,
@@ -483,8 +491,12 @@ describe('installed without the AWS SDK, as an app that sends no email', () => {
       console.log(JSON.stringify(loaded));`;
     const loaded = JSON.parse((await plainNode(lean, script)).stdout) as Record<string, unknown>;
     for (const name of LEAN_ENTRIES) expect(loaded[name], name).toBeTypeOf('number');
-    expect(loaded['outbox-relay/ses']).toMatch(/Cannot find package '@aws-sdk\/client-ses'/);
-    expect(loaded['outbox-relay/sqs']).toMatch(/Cannot find package '@aws-sdk\/client-sqs'/);
+    for (const name of AWS_ENTRIES) {
+      const service = name.slice('outbox-relay/'.length);
+      expect(loaded[name], name).toMatch(
+        new RegExp(`Cannot find package '@aws-sdk/client-${service}'`),
+      );
+    }
   }, 60_000);
 
   it('bundles a Lambda with plain esbuild (ESM, no banner) that handles an EventBridge event in plain Node', async () => {

@@ -6,8 +6,13 @@
  *
  * The table is docs/senders.md's "SQS errors" table; keep the two in step.
  */
-import { PermanentDeliveryError, RetryableDeliveryError } from '../../core/errors.js';
-import { readSdkError } from '../aws-sdk-errors.js';
+import type { PermanentDeliveryError, RetryableDeliveryError } from '../../core/errors.js';
+import {
+  type AwsBatchService,
+  awsBatchCallError,
+  awsBatchEntryError,
+  classifyAwsBatchError,
+} from '../aws-batch-errors.js';
 
 /** What to do about one kind of SQS failure. */
 export type SqsFailureClass =
@@ -83,19 +88,23 @@ export const SQS_ERROR_CODES: Readonly<Record<string, SqsFailureClass>> = {
   InvalidAttributeValue: 'rejected',
 };
 
+/** SQS's words and waits for the errors both AWS batch senders word alike. */
+const SQS: AwsBatchService<SqsFailureClass> = {
+  name: 'SQS',
+  verb: 'send',
+  operatorFixes: 'the queue URL, the credentials, or their sqs:SendMessage and KMS permissions',
+  codes: SQS_ERROR_CODES,
+  throttledRetryAfterMs: SQS_THROTTLED_RETRY_AFTER_MS,
+  blockedRetryAfterMs: SQS_BLOCKED_RETRY_AFTER_MS,
+};
+
 /**
  * Sorts a failed call: by error code first, then throttling as the SDK marks it or a 429, then
  * HTTP status and `$fault` (408, 5xx and server faults transient; other 4xx rejected); an error
  * with no HTTP status at all (connection refused, reset, DNS, timeout, abort) is transient.
  */
 export function classifySqsError(error: unknown): SqsFailureClass {
-  const { name, status, fault, throttling } = readSdkError(error);
-  const listed = SQS_ERROR_CODES[name];
-  if (listed !== undefined) return listed;
-  if (throttling || status === 429) return 'throttled';
-  if (status === undefined) return 'transient';
-  if (status === 408 || status >= 500 || fault === 'server') return 'transient';
-  return 'rejected';
+  return classifyAwsBatchError(error, SQS_ERROR_CODES);
 }
 
 /** One entry of `SendMessageBatch`'s `Failed` list. */
@@ -117,13 +126,7 @@ export function sqsDeliveryError(
   destination: string,
   signal?: AbortSignal,
 ): PermanentDeliveryError | RetryableDeliveryError {
-  const { name, message, status } = readSdkError(error);
-  return deliveryError(
-    classifySqsError(error),
-    { name, message, status, destination },
-    error,
-    signal,
-  );
+  return awsBatchCallError(SQS, error, destination, signal);
 }
 
 /** The outbox error for one entry of a batch that SQS refused. */
@@ -131,45 +134,5 @@ export function sqsEntryError(
   failure: SqsEntryFailure,
   destination: string,
 ): PermanentDeliveryError | RetryableDeliveryError {
-  const name = failure.Code ?? 'EntryFailed';
-  const listed = SQS_ERROR_CODES[name];
-  const kind: SqsFailureClass =
-    listed ?? (failure.SenderFault === false ? 'transient' : 'rejected');
-  const message = failure.Message ?? 'no reason given';
-  return deliveryError(kind, { name, message, status: undefined, destination }, failure);
-}
-
-function deliveryError(
-  kind: SqsFailureClass,
-  facts: { name: string; message: string; status: number | undefined; destination: string },
-  cause: unknown,
-  signal?: AbortSignal,
-): PermanentDeliveryError | RetryableDeliveryError {
-  const { name, message, status, destination } = facts;
-  const details = { providerCode: name || undefined, status, destination };
-  const detail = message === name ? '' : `: ${message}`;
-  const what = `SQS ${name || 'error'}${status === undefined ? '' : ` (HTTP ${status})`}${detail}`;
-  const sentence = what.endsWith('.') ? what : `${what}.`;
-  if (signal?.aborted) {
-    return new RetryableDeliveryError(`SQS send abandoned: the send's time was up (${what})`, {
-      cause,
-      ...details,
-    });
-  }
-  switch (kind) {
-    case 'throttled':
-      return new RetryableDeliveryError(
-        `${sentence} SQS is throttling the account; retrying in ${SQS_THROTTLED_RETRY_AFTER_MS / 1000} s.`,
-        { cause, ...details, retryAfterMs: SQS_THROTTLED_RETRY_AFTER_MS },
-      );
-    case 'blocked':
-      return new RetryableDeliveryError(
-        `${sentence} An operator must act (the queue URL, the credentials, or their sqs:SendMessage and KMS permissions). Retrying in 1 h.`,
-        { cause, ...details, retryAfterMs: SQS_BLOCKED_RETRY_AFTER_MS },
-      );
-    case 'transient':
-      return new RetryableDeliveryError(what, { cause, ...details });
-    case 'rejected':
-      return new PermanentDeliveryError(what, { cause, ...details });
-  }
+  return awsBatchEntryError(SQS, failure, destination);
 }

@@ -4,12 +4,16 @@ import {
   type SendMessageBatchRequestEntry,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import {
-  ConfigurationError,
-  PermanentDeliveryError,
-  RetryableDeliveryError,
-} from '../../core/errors.js';
+import { ConfigurationError } from '../../core/errors.js';
 import type { BatchItemResult, BatchSender, OutboundMessage } from '../../core/sender.js';
+import {
+  batchEntryId,
+  entryBytes,
+  FIFO_GROUP_ID,
+  fifoGroupId,
+  readBatchAnswer,
+  sendInCalls,
+} from '../aws-batch-calls.js';
 import { sqsDeliveryError, sqsEntryError } from './sqs-errors.js';
 
 /** The message attribute that carries the outbox message key: what a consumer deduplicates on. */
@@ -24,9 +28,6 @@ export const SQS_MAX_BATCH = 10;
  * refuses a longer message, which goes to dead letter).
  */
 export const SQS_MAX_BATCH_BYTES = 1024 * 1024;
-
-/** What a FIFO queue takes as a MessageGroupId: 1 to 128 of these characters. */
-const FIFO_GROUP_ID = /^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]{1,128}$/;
 
 /** Static AWS credentials. Workers have no credential files or instance metadata to find them. */
 export interface SqsCredentials {
@@ -97,32 +98,22 @@ export function sqsSender(config: SqsSenderConfig): BatchSender {
   return {
     maxBatch: SQS_MAX_BATCH,
     async send(messages, signal, context) {
-      const results: BatchItemResult[] = new Array(messages.length);
       const entries = await Promise.all(
         messages.map((message, index) => entryOf(message, index, fifo, config.unorderedGroupId)),
       );
-      const calls = callsWithin(entries, SQS_MAX_BATCH_BYTES, (index, bytes) => {
-        results[index] = {
-          delivered: false,
-          error: new PermanentDeliveryError(
-            `SQS message of ${bytes} bytes is over SQS's limit of ${SQS_MAX_BATCH_BYTES} bytes a message`,
-            { destination },
+      return sendInCalls(
+        {
+          sizes: entries.map(({ MessageBody = '' }, index) =>
+            entryBytes(MessageBody, { [SQS_MESSAGE_KEY_ATTRIBUTE]: messages[index]!.key }),
           ),
-        };
-      });
-      for (const [call, indexes] of calls.entries()) {
-        if (call > 0) {
-          try {
-            context?.spend(1, 'SQS SendMessageBatch for the rest of a batch over 1 MiB');
-          } catch (error) {
-            // The calls before went out: only these messages go back, unsent.
-            for (const index of indexes) results[index] = { delivered: false, error };
-            continue;
-          }
-        }
-        await sendCall(indexes, entries, results, signal);
-      }
-      return results;
+          limit: SQS_MAX_BATCH_BYTES,
+          service: 'SQS',
+          destination,
+          extraCall: 'SQS SendMessageBatch for the rest of a batch over 1 MiB',
+          send: (indexes, results) => sendCall(indexes, entries, results, signal),
+        },
+        context,
+      );
     },
   };
 
@@ -147,31 +138,13 @@ export function sqsSender(config: SqsSenderConfig): BatchSender {
       for (const index of indexes) results[index] = { delivered: false, error: failed };
       return;
     }
-    const status = output.$metadata.httpStatusCode;
-    for (const { Id } of output.Successful ?? []) {
-      const index = indexOfEntry(Id);
-      if (index !== undefined)
-        results[index] = { delivered: true, receipt: { status, destination } };
-    }
-    for (const failure of output.Failed ?? []) {
-      const index = indexOfEntry(failure.Id);
-      if (index !== undefined) {
-        results[index] = { delivered: false, error: sqsEntryError(failure, destination) };
-      }
-    }
-    for (const index of indexes) {
-      results[index] ??= {
-        delivered: false,
-        error: new RetryableDeliveryError('SQS answered the batch without a word on this message', {
-          status,
-          destination,
-        }),
-      };
-    }
+    readBatchAnswer(output, { indexes, results }, { service: 'SQS', destination }, (failure) =>
+      sqsEntryError(failure, destination),
+    );
   }
 }
 
-/** The entry of the message at `index` in its batch; its Id is `m` and that index. */
+/** The entry of the message at `index` in its batch. */
 async function entryOf(
   message: OutboundMessage,
   index: number,
@@ -179,7 +152,7 @@ async function entryOf(
   unorderedGroupId: string | undefined,
 ): Promise<SendMessageBatchRequestEntry> {
   const entry: SendMessageBatchRequestEntry = {
-    Id: `m${index}`,
+    Id: batchEntryId(index),
     MessageBody: JSON.stringify(message.payload),
     MessageAttributes: {
       [SQS_MESSAGE_KEY_ATTRIBUTE]: { DataType: 'String', StringValue: message.key },
@@ -192,56 +165,6 @@ async function entryOf(
     entry.MessageDeduplicationId = message.key;
   }
   return entry;
-}
-
-/** The batch index an answer's entry Id names. */
-function indexOfEntry(id: string | undefined): number | undefined {
-  const match = /^m(\d+)$/.exec(id ?? '');
-  return match ? Number(match[1]) : undefined;
-}
-
-/** A key as a MessageGroupId: itself when SQS takes it, else `sha256-` and its hash. */
-async function fifoGroupId(key: string): Promise<string> {
-  if (FIFO_GROUP_ID.test(key)) return key;
-  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(key));
-  const hex = [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, '0'));
-  return `sha256-${hex.join('')}`;
-}
-
-/**
- * The batch's entries as calls of at most `limit` bytes of bodies and attributes each, in order
- * (entry indexes); an entry over the limit alone goes in no call and is reported to `tooLong`.
- */
-function callsWithin(
-  entries: readonly SendMessageBatchRequestEntry[],
-  limit: number,
-  tooLong: (index: number, bytes: number) => void,
-): number[][] {
-  const encoder = new TextEncoder();
-  const calls: number[][] = [];
-  let current: number[] = [];
-  let bytes = 0;
-  for (const [index, entry] of entries.entries()) {
-    const size =
-      encoder.encode(entry.MessageBody ?? '').length +
-      SQS_MESSAGE_KEY_ATTRIBUTE.length +
-      'String'.length +
-      encoder.encode(entry.MessageAttributes?.[SQS_MESSAGE_KEY_ATTRIBUTE]?.StringValue ?? '')
-        .length;
-    if (size > limit) {
-      tooLong(index, size);
-      continue;
-    }
-    if (bytes + size > limit && current.length > 0) {
-      calls.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(index);
-    bytes += size;
-  }
-  if (current.length > 0) calls.push(current);
-  return calls;
 }
 
 /** Fails at startup, not on the first send. */
