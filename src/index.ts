@@ -58,6 +58,7 @@ export type {
   Sender,
   SenderRegistry,
 } from './core/sender.js';
+export type { TraceContext, TraceContextSource } from './core/trace-context.js';
 export {
   type NeonHttpLike,
   type NeonTransactionQuery,

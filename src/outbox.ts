@@ -15,6 +15,7 @@ import {
   type Statement,
   timeOrderedId,
 } from './core/ports.js';
+import type { TraceContextSource } from './core/trace-context.js';
 import { UNIQUE_VIOLATION, violates } from './drivers/postgres-errors.js';
 import { emailDestination, emailPayloadValidator } from './senders/ses/email-payload.js';
 import { webhookDestination, webhookPayloadValidator } from './senders/webhook/webhook-payload.js';
@@ -48,6 +49,14 @@ export interface OutboxOptions {
    * key indexes grow at their right edge). A key given to enqueue may be any UUID.
    */
   newId?: IdGenerator;
+  /**
+   * Where a message's trace context comes from when its enqueue gives none: called once per
+   * enqueue, inside the caller's code, so the active span is the request's.
+   * `activeTraceContext(api)` from `outbox-relay/opentelemetry` reads OpenTelemetry's; default
+   * none. A source that throws or returns a malformed context leaves the message without one
+   * rather than failing the enqueue.
+   */
+  traceContext?: TraceContextSource;
   /**
    * Keep each delivered message in delivered history until purge: the dashboard's and
    * `list --state delivered`'s history, find by key, and `stats().delivered`. Default true.
@@ -142,8 +151,10 @@ export function createOutbox(options: OutboxOptions = {}): Outbox {
   }
 
   const build = (messages: NewMessage | readonly NewMessage[]): EnqueueStatement => {
-    const prepared = prepareMessages(messages, kinds, newId, destinations);
+    const prepared = prepareMessages(messages, kinds, newId, destinations, options.traceContext);
     const unique = firstPerDedupeKey(prepared);
+    // Untraced (most enqueues): no arrays at all; unnest pads the missing columns with nulls.
+    const traced = unique.some((m) => m.traceparent !== null);
     return {
       statement: {
         name: 'enqueueMessages',
@@ -158,6 +169,8 @@ export function createOutbox(options: OutboxOptions = {}): Outbox {
           unique.map((m) => m.dueAt),
           unique.map((m) => m.delayMs),
           unique.map((m) => m.destination),
+          traced ? unique.map((m) => m.traceparent) : null,
+          traced ? unique.map((m) => m.tracestate) : null,
         ],
       },
       keys: prepared.map((m) => m.key),

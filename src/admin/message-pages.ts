@@ -1,6 +1,7 @@
 /** The dashboard page of one message, shown whole (the lists are in message-list-page.ts). */
 import { html } from 'hono/html';
 import type { MessageRecord } from '../core/outbox-store.js';
+import { traceIdOf } from '../core/trace-context.js';
 import type { HoldingHead } from '../store/postgres-store.js';
 import { attemptsSection } from './attempt-table.js';
 import type { Markup } from './markup.js';
@@ -49,6 +50,7 @@ export function messagePage(
       <dt>Dead at</dt><dd>${optionalTime(message.deadAt)}</dd>
       <dt>Ordering key</dt><dd>${message.orderingKey ? html`<code>${message.orderingKey}</code>` : html`<span class="muted">–</span>`}${head ? heldByNote(paths, head, now) : ''}</dd>
       <dt>Dedupe key</dt><dd>${message.dedupeKey ? html`<code>${message.dedupeKey}</code>` : html`<span class="muted">–</span>`}</dd>
+      <dt>Trace id</dt><dd>${message.traceContext ? html`<code class="trace-id" title="${message.traceContext.traceparent}">${traceIdOf(message.traceContext.traceparent) ?? '?'}</code>` : html`<span class="muted">–</span>`}</dd>
     </dl>
   </section>
   ${attemptsSection(message, now)}

@@ -1,6 +1,7 @@
 import { ConfigurationError, ValidationError } from './errors.js';
 import type { IdGenerator } from './ports.js';
 import { checkStorableText, storableTextProblem } from './storable-text.js';
+import { checkTraceContext, type TraceContext, type TraceContextSource } from './trace-context.js';
 
 /** JSON as Postgres `jsonb` stores it: no `undefined`, no functions, no NaN, no class instances. */
 export type JsonValue =
@@ -35,6 +36,12 @@ export interface NewMessage<Payload = JsonValue> {
   delayMs?: number;
   /** Attempts before the message is set aside as dead. Default {@link DEFAULT_MAX_ATTEMPTS}. */
   maxAttempts?: number;
+  /**
+   * The W3C trace context the send continues (the receiver gets `traceparent`). Default: what
+   * the outbox's `traceContext` source reads (the active span, with `outbox-relay/opentelemetry`),
+   * else none.
+   */
+  traceContext?: TraceContext;
 }
 
 /** A message ready to insert: validated, defaults applied, payload serialised once. */
@@ -50,6 +57,8 @@ export interface PreparedMessage {
   maxAttempts: number;
   /** Where it goes, as its kind's {@link DestinationOf} names it; null for none. */
   destination: string | null;
+  traceparent: string | null;
+  tracestate: string | null;
 }
 
 /**
@@ -88,6 +97,7 @@ const MESSAGE_PROPERTIES = new Set([
   'dueAt',
   'delayMs',
   'maxAttempts',
+  'traceContext',
 ]);
 
 /** A UUID in its text form, as message keys are written. */
@@ -135,6 +145,7 @@ export function prepareMessages(
   kinds: KindRegistry,
   newId: IdGenerator,
   destinations: ReadonlyMap<string, DestinationOf> = new Map(),
+  traceSource?: TraceContextSource,
 ): PreparedMessage[] {
   const list = Array.isArray(input) ? input : [input];
   const single = !Array.isArray(input);
@@ -149,9 +160,11 @@ export function prepareMessages(
   }
   const prepared: PreparedMessage[] = [];
   const seenKeys = new Set<string>();
+  // Read once per call: every message of one enqueue shares the code that wrote it.
+  const active = traceSource === undefined ? undefined : activeTraceContext(traceSource);
   list.forEach((candidate, index) => {
     const field = single ? 'message' : `messages[${index}]`;
-    const message = prepareMessage(candidate, field, kinds, newId, destinations);
+    const message = prepareMessage(candidate, field, kinds, newId, destinations, active);
     if (seenKeys.has(message.key)) {
       throw new ValidationError(`${field}.key`, 'the same key appears twice in one call');
     }
@@ -167,6 +180,7 @@ function prepareMessage(
   kinds: KindRegistry,
   newId: IdGenerator,
   destinations: ReadonlyMap<string, DestinationOf>,
+  activeTrace: TraceContext | undefined,
 ): PreparedMessage {
   if (!isPlainObject(candidate)) {
     throw new ValidationError(field, 'expected an object with kind and payload');
@@ -224,7 +238,29 @@ function prepareMessage(
     ...dueTime(message.dueAt, message.delayMs, field),
     maxAttempts: maxAttempts(message.maxAttempts, `${field}.maxAttempts`),
     destination: destinationName(destinations.get(kind), payload, kind),
+    ...traceColumns(
+      checkTraceContext(message.traceContext, `${field}.traceContext`) ?? activeTrace,
+    ),
   };
+}
+
+function traceColumns(
+  trace: TraceContext | undefined,
+): Pick<PreparedMessage, 'traceparent' | 'tracestate'> {
+  return { traceparent: trace?.traceparent ?? null, tracestate: trace?.tracestate ?? null };
+}
+
+/**
+ * The source's trace context, checked as a caller's would be. A source that throws or returns
+ * something malformed costs the message its trace, never its enqueue: tracing is an aid, and the
+ * domain write must not fail for it.
+ */
+function activeTraceContext(source: TraceContextSource): TraceContext | undefined {
+  try {
+    return checkTraceContext(source(), 'traceContext');
+  } catch {
+    return undefined;
+  }
 }
 
 /**

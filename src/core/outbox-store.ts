@@ -2,6 +2,7 @@ import type { DestinationChange, DestinationHealthPolicy } from './destination-h
 import type { DrainRunRecord } from './drain-record.js';
 import type { JsonValue } from './message.js';
 import type { Settlement } from './settlement.js';
+import type { TraceContext } from './trace-context.js';
 
 export type MessageState = 'pending' | 'claimed' | 'delivered' | 'dead';
 
@@ -34,6 +35,8 @@ export interface MessageRecord {
    * it (gaps in the attempt numbers): `attempts` still counts them.
    */
   attemptLog?: AttemptRecord[];
+  /** The W3C trace context the message was enqueued under, when it was (docs/tracing.md). */
+  traceContext?: TraceContext;
 }
 
 /** One attempt of a message, as attempt history recorded it. */
@@ -95,6 +98,8 @@ export interface ClaimedMessage {
    * its settle then records the outcome against the destination; docs/destinations.md).
    */
   destinationWatched?: boolean;
+  /** The W3C trace context it was enqueued under, when it was: the sender passes it on. */
+  traceContext?: TraceContext;
 }
 
 /** A row a claim set aside as dead: its final attempt's lease ran out without an outcome. */

@@ -201,6 +201,7 @@ function outbound(message: ClaimedMessage): OutboundMessage {
     id: message.id,
     orderingKey: message.orderingKey,
     createdAt: message.createdAt,
+    ...(message.traceContext ? { traceContext: message.traceContext } : {}),
   };
 }
 

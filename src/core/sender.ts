@@ -1,5 +1,6 @@
 import type { DeliveryDetails } from './errors.js';
 import type { JsonValue } from './message.js';
+import type { TraceContext } from './trace-context.js';
 
 /** What a sender receives: everything needed to deliver once, and to be deduplicated after. */
 export interface OutboundMessage {
@@ -14,6 +15,12 @@ export interface OutboundMessage {
   id: string;
   orderingKey: string | null;
   createdAt: Date;
+  /**
+   * The W3C trace context the message was enqueued under, when it was: pass it on as the
+   * provider allows (a webhook's `traceparent` and `tracestate` headers, a queue message's
+   * attributes), so the receiver's work joins the trace of the request that wrote it.
+   */
+  traceContext?: TraceContext;
 }
 
 /**

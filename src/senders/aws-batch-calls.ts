@@ -7,7 +7,8 @@
  * command.
  */
 import { PermanentDeliveryError, RetryableDeliveryError } from '../core/errors.js';
-import type { BatchItemResult, SendContext } from '../core/sender.js';
+import type { BatchItemResult, OutboundMessage, SendContext } from '../core/sender.js';
+import { traceHeaders } from '../core/trace-context.js';
 
 /**
  * What a FIFO queue or topic takes as a MessageGroupId: 1 to 128 of these characters (SQS and
@@ -16,7 +17,7 @@ import type { BatchItemResult, SendContext } from '../core/sender.js';
 export const FIFO_GROUP_ID = /^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]{1,128}$/;
 
 /** The data type of the string attributes the senders write, counted in an entry's size. */
-const STRING_TYPE = 'String';
+const STRING_TYPE = 'String' as const;
 
 /** The Id of the entry for the message at `index` of its batch: `m` and that index. */
 export function batchEntryId(index: number): string {
@@ -173,4 +174,28 @@ export function readBatchAnswer<Failure extends { Id?: string }>(
       ),
     };
   }
+}
+
+/**
+ * The string attributes an entry carries: the message key under `keyAttribute` (what a consumer
+ * deduplicates on) and, for a message enqueued under a trace, its W3C `traceparent` and
+ * `tracestate`, so the consumer's work joins the trace.
+ */
+export function stringAttributesOf(
+  message: OutboundMessage,
+  keyAttribute: string,
+): Record<string, string> {
+  return { [keyAttribute]: message.key, ...traceHeaders(message.traceContext) };
+}
+
+/** String attributes in the shape both SDKs take for MessageAttributes. */
+export function asMessageAttributes(
+  attributes: Readonly<Record<string, string>>,
+): Record<string, { DataType: 'String'; StringValue: string }> {
+  return Object.fromEntries(
+    Object.entries(attributes).map(([name, value]) => [
+      name,
+      { DataType: STRING_TYPE, StringValue: value },
+    ]),
+  );
 }

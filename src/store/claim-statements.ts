@@ -136,7 +136,7 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
     dueCtes = `due AS (${candidates('AND m.key = ANY($6::uuid[])', '$7', true)}
   ),`;
   } else {
-    const { limit, share } = target;
+    const { limit } = target;
     let unkeyed: string;
     if (target.after) {
       // The cursor is read through a CTE, so no plan knows its value and PostgreSQL keeps the

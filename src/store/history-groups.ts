@@ -8,7 +8,8 @@ import { compareMessageIds } from '../core/message-id.js';
  * An INSERT that appends history groups made from `source`, rows in the columns of
  * `delivered_message` (id, key, kind, payload, ordering_key, attempts, max_attempts, due_at,
  * last_error, created_at) plus `delivered_at`, one group per value of `groupBy` (none when
- * there are no rows), with no attempt history (as history before migration 0007). Each group
+ * there are no rows), with no attempt history (as history before migration 0007) and no trace
+ * context (as before 0012). Each group
  * gets its size, its ids as a multirange (exact), its keys' range from smallest to largest, and
  * its messages as one array. The key range compares keys as text in the "C" collation, which
  * orders them as uuid does (PostgreSQL has no min or max for uuid). For history written straight
@@ -21,7 +22,8 @@ export function insertHistoryGroups(quotedSchema: string, source: string, groupB
           ${quotedSchema}.message_key_range(min(key::text COLLATE "C")::uuid,
             max(key::text COLLATE "C")::uuid, '[]'),
           array_agg(ROW(id, key, kind, payload, ordering_key, attempts, max_attempts, due_at,
-            last_error, created_at, NULL::jsonb, NULL::integer, NULL::integer)
+            last_error, created_at, NULL::jsonb, NULL::integer, NULL::integer, NULL::text,
+            NULL::text)
             ::${quotedSchema}.delivered_message)
         FROM ${source}
         GROUP BY ${groupBy}`;
@@ -31,7 +33,8 @@ export function insertHistoryGroups(quotedSchema: string, source: string, groupB
  * The columns the settle's delete returns for history, in the order of `delivered_message`.
  */
 export const ARCHIVED_COLUMNS = `m.id, m.key, m.kind, m.payload, m.ordering_key, m.attempts,
-          m.max_attempts, m.due_at, m.last_error, m.created_at, m.attempt_log`;
+          m.max_attempts, m.due_at, m.last_error, m.created_at, m.attempt_log, m.traceparent,
+          m.tracestate`;
 
 /**
  * The settle's step (a CTE over `moved`, the rows its delete took) that appends those messages
@@ -55,7 +58,7 @@ export function archiveMoved(quotedSchema: string): string {
           ${quotedSchema}.message_key_range($13::uuid, $14::uuid, '[]'),
           array_agg(ROW(mv.id, mv.key, mv.kind, mv.payload, mv.ordering_key, mv.attempts,
             mv.max_attempts, mv.due_at, mv.last_error, mv.created_at, mv.attempt_log, o.status,
-            o.ms)::${quotedSchema}.delivered_message)
+            o.ms, mv.traceparent, mv.tracestate)::${quotedSchema}.delivered_message)
         FROM moved mv JOIN owned o ON o.id = mv.id
         HAVING count(*) > 0
       ),`;

@@ -5,7 +5,8 @@
 export const MESSAGE_COLUMNS = `m.id, m.key, m.kind, m.payload, m.ordering_key, m.dedupe_key, m.state,
   m.attempts, m.max_attempts,
   CASE WHEN m.state = 'claimed' THEN m.lease_expires_at ELSE m.due_at END AS due_at,
-  m.claimed_at, m.last_error, m.created_at, m.delivered_at, m.dead_at`;
+  m.claimed_at, m.last_error, m.created_at, m.delivered_at, m.dead_at, m.traceparent,
+  m.tracestate`;
 
 /**
  * The same columns from delivered history: a message (alias h) of a group (alias g), where every
@@ -14,11 +15,11 @@ export const MESSAGE_COLUMNS = `m.id, m.key, m.kind, m.payload, m.ordering_key, 
 export const DELIVERED_COLUMNS = `h.id, h.key, h.kind, h.payload, h.ordering_key,
   NULL::text AS dedupe_key, 'delivered'::text AS state, h.attempts, h.max_attempts, h.due_at,
   NULL::timestamptz AS claimed_at, h.last_error, h.created_at, g.delivered_at,
-  NULL::timestamptz AS dead_at`;
+  NULL::timestamptz AS dead_at, h.traceparent, h.tracestate`;
 
 /**
  * What a claim returns: the columns a send needs, and the state that tells a claimed row from
  * one the claim set aside. Every column more is read, sent and parsed once per message.
  */
 export const CLAIMED_COLUMNS = `id, key, kind, payload, ordering_key, attempts, max_attempts,
-  created_at, state`;
+  created_at, state, traceparent, tracestate`;

@@ -11,6 +11,7 @@ import type {
   MessageRecord,
   MessageState,
 } from '../core/outbox-store.js';
+import type { TraceContext } from '../core/trace-context.js';
 
 /** A row as the drivers return it: int8 as string, timestamptz as Date, jsonb parsed. */
 export interface MessageRow {
@@ -29,6 +30,9 @@ export interface MessageRow {
   created_at: Date | string;
   delivered_at: Date | string | null;
   dead_at: Date | string | null;
+  /** Rows from before migration 0012's columns were read (or a statement without them). */
+  traceparent?: string | null;
+  tracestate?: string | null;
 }
 
 export function messageFromRow(row: MessageRow): MessageRecord {
@@ -48,6 +52,19 @@ export function messageFromRow(row: MessageRow): MessageRecord {
     createdAt: toDate(row.created_at),
     deliveredAt: toDateOrNull(row.delivered_at),
     deadAt: toDateOrNull(row.dead_at),
+    ...traceContextOf(row),
+  };
+}
+
+/** The row's trace context as a record's optional property: absent when it has none. */
+function traceContextOf(row: Pick<MessageRow, 'traceparent' | 'tracestate'>): {
+  traceContext?: TraceContext;
+} {
+  if (!row.traceparent) return {};
+  return {
+    traceContext: row.tracestate
+      ? { traceparent: row.traceparent, tracestate: row.tracestate }
+      : { traceparent: row.traceparent },
   };
 }
 
@@ -63,6 +80,8 @@ export type ClaimedRow = Pick<
   | 'max_attempts'
   | 'created_at'
   | 'state'
+  | 'traceparent'
+  | 'tracestate'
 > & {
   /** Its destination had failures or a pause (null: it has none). */
   watched?: boolean | null;
@@ -103,6 +122,7 @@ export function claimedFromRow(row: ClaimedRow, claimToken: string): ClaimedMess
     rowId: row.row_id,
     payloadBytes: Number(row.payload_bytes),
     destinationWatched: row.watched === true,
+    ...traceContextOf(row),
   };
 }
 

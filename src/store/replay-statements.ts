@@ -39,6 +39,8 @@ export const RESENT_FROM_HISTORY: readonly (readonly [column: string, value: str
   ['last_error', 'a.last_error'],
   ['created_at', 'a.created_at'],
   ['attempt_log', resentAttemptLog('a.group_delivered_at')],
+  ['traceparent', 'a.traceparent'],
+  ['tracestate', 'a.tracestate'],
 ];
 
 /**

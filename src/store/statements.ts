@@ -61,7 +61,9 @@ export function outboxStatements(
     ...metricStatements(quotedSchema),
     /**
      * $1 keys, $2 kinds, $3 payloads (JSON text), $4 ordering keys, $5 dedupe keys,
-     * $6 max attempts, $7 due times (null = now() + $8 delay ms), $9 destinations.
+     * $6 max attempts, $7 due times (null = now() + $8 delay ms), $9 destinations, $10
+     * traceparents and $11 tracestates (each null when no message has one: unnest pads a
+     * missing array with nulls).
      *
      * One INSERT for the whole list, so a thousand messages cost one round trip inside the
      * caller's transaction. `due_at` defaults to the transaction's own now(), the same clock the
@@ -77,7 +79,8 @@ export function outboxStatements(
      */
     enqueueMessages: `
       INSERT INTO ${messages} AS m
-        (key, kind, payload, ordering_key, dedupe_key, max_attempts, due_at, destination)
+        (key, kind, payload, ordering_key, dedupe_key, max_attempts, due_at, destination,
+         traceparent, tracestate)
       SELECT i.key, i.kind, i.payload::jsonb, i.ordering_key, i.dedupe_key, i.max_attempts,
         greatest(
           date_trunc('milliseconds', coalesce(i.due_at, now() + i.delay_ms * interval '1 millisecond')),
@@ -85,11 +88,11 @@ export function outboxStatements(
               AND (SELECT EXISTS (SELECT 1 FROM ${destinations} WHERE paused_until > now()))
             THEN (SELECT d.paused_until FROM ${destinations} d
               WHERE d.destination = i.destination AND d.paused_until > now()) END),
-        i.destination
+        i.destination, i.traceparent, i.tracestate
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::integer[],
-        $7::timestamptz[], $8::bigint[], $9::text[])
+        $7::timestamptz[], $8::bigint[], $9::text[], $10::text[], $11::text[])
         WITH ORDINALITY AS i(key, kind, payload, ordering_key, dedupe_key, max_attempts, due_at,
-          delay_ms, destination, position)
+          delay_ms, destination, traceparent, tracestate, position)
       ORDER BY i.position
       ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL
         DO UPDATE SET dedupe_key = excluded.dedupe_key

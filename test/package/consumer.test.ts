@@ -72,6 +72,7 @@ const LEAN_ENTRIES = [
   'outbox-relay/aws-lambda',
   'outbox-relay/cloudflare-workers',
   'outbox-relay/neon-local',
+  'outbox-relay/opentelemetry',
 ];
 
 /**

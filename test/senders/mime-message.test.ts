@@ -142,5 +142,19 @@ describe('buildMimeMessage', () => {
     expect(headerValue(message, 'MIME-Version')).toBe('1.0');
     expect(message).not.toMatch(/^Bcc:/im);
     expect(message).not.toContain('hidden@example.com');
+    expect(message).not.toMatch(/^Traceparent:/im);
+  });
+
+  it("writes the message's traceparent as a header of one line when it has one", () => {
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const email = parseEmailPayload({ to: 'ada@example.com', subject: 'x', text: 'x' }, 'p');
+    const message = buildMimeMessage({
+      email,
+      from: { address: 'sender@acme.example' },
+      messageKey: KEY,
+      date: DATE,
+      traceparent,
+    });
+    expect(headerValue(message, 'Traceparent')).toBe(traceparent);
   });
 });

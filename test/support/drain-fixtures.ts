@@ -105,7 +105,7 @@ let schemaCounter = 0;
 /** A freshly migrated outbox in its own schema, so tests in one database do not see each other. */
 export async function freshOutbox(
   driver: Driver,
-  options: Pick<OutboxOptions, 'keepDelivered' | 'destinations' | 'kinds'> = {},
+  options: Pick<OutboxOptions, 'keepDelivered' | 'destinations' | 'kinds' | 'traceContext'> = {},
 ): Promise<{ outbox: Outbox; store: PostgresOutboxStore; schema: string }> {
   schemaCounter += 1;
   const schema = `t_${driver.name.replace('-', '_')}_${schemaCounter}_${process.pid}`;

@@ -1,6 +1,7 @@
 import { UUID_PATTERN } from '../../core/message.js';
 import { isMessageId } from '../../core/message-id.js';
 import type { MessageRecord } from '../../core/outbox-store.js';
+import { traceIdOf } from '../../core/trace-context.js';
 import { CliError, ExitCode, usageError } from '../cli-errors.js';
 import { writeJson, writeLine } from '../cli-io.js';
 import { defineCommand, JSON_FLAG } from '../command.js';
@@ -76,6 +77,13 @@ function fieldRows(message: MessageRecord): string[][] {
     ...(message.deadAt ? [['dead since', formatTime(message.deadAt)]] : []),
     ...(message.orderingKey ? [['ordering key', message.orderingKey]] : []),
     ...(message.dedupeKey ? [['dedupe key', message.dedupeKey]] : []),
+    // The id to look the trace up by in a tracing backend; the full traceparent for tooling.
+    ...(message.traceContext
+      ? [
+          ['trace id', traceIdOf(message.traceContext.traceparent) ?? '?'],
+          ['traceparent', message.traceContext.traceparent],
+        ]
+      : []),
     ...(message.lastError ? [['last error', message.lastError]] : []),
   ];
 }

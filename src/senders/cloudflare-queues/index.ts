@@ -9,6 +9,7 @@ import {
 } from '../../core/errors.js';
 import type { JsonValue, PayloadValidator } from '../../core/message.js';
 import type { BatchItemResult, BatchSender, OutboundMessage } from '../../core/sender.js';
+import { traceHeaders } from '../../core/trace-context.js';
 
 /** `sendBatch` takes at most a hundred messages. */
 export const QUEUE_MAX_BATCH = 100;
@@ -27,6 +28,9 @@ export interface QueueMessageBody {
   id: string;
   kind: string;
   payload: JsonValue;
+  /** The W3C trace context of a message enqueued under a trace: the consumer continues it. */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 /** What the sender needs of a Queue producer binding (`env.MY_QUEUE`): its `sendBatch`. */
@@ -38,7 +42,8 @@ export interface QueueProducerLike {
  * A batch sender of any kind's payload to a Cloudflare Queue, through the Worker's producer
  * binding: a hundred messages a `sendBatch` call, each as `{ id, kind, payload }` with
  * `contentType: 'json'`; `id` is the message key, the same on every send of a message, which
- * the consumer uses to drop the rare duplicate.
+ * the consumer uses to drop the rare duplicate. A message enqueued under a trace also carries its
+ * W3C `traceparent` (and `tracestate`) in the body.
  *
  * Calls are kept within the queue's 256 KB a batch (a batch over it goes in two or more calls,
  * each beyond the first spent from the drain's budget). A message over 128 KB is set aside as
@@ -132,6 +137,10 @@ export const queuePayloadValidator: PayloadValidator = (payload, field) => {
 };
 
 function bodyOf(message: OutboundMessage): QueueMessageBody {
+  return { ...plainBodyOf(message), ...traceHeaders(message.traceContext) };
+}
+
+function plainBodyOf(message: OutboundMessage): QueueMessageBody {
   return { id: message.key, kind: message.kind, payload: message.payload };
 }
 

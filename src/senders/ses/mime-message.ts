@@ -21,6 +21,11 @@ export interface MimeMessageInput {
   messageKey: string;
   /** The `Date` header. */
   date: Date;
+  /**
+   * The message's W3C traceparent, as a `Traceparent` header (55 characters: one line). Not its
+   * tracestate, up to 512 characters, which a header line cannot hold unfolded.
+   */
+  traceparent?: string;
 }
 
 const CRLF = '\r\n';
@@ -53,7 +58,13 @@ const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', '
  * headers: SES delivers to them because they are listed as destinations, and a Bcc header
  * would reveal them to the other recipients.
  */
-export function buildMimeMessage({ email, from, messageKey, date }: MimeMessageInput): string {
+export function buildMimeMessage({
+  email,
+  from,
+  messageKey,
+  date,
+  traceparent,
+}: MimeMessageInput): string {
   if (hasControlCharacter(messageKey) || /[<>@\s]/.test(messageKey)) {
     throw new Error(`message key ${JSON.stringify(messageKey)} cannot go into a header`);
   }
@@ -71,6 +82,7 @@ export function buildMimeMessage({ email, from, messageKey, date }: MimeMessageI
     header('MIME-Version', '1.0'),
     header(MESSAGE_KEY_HEADER, messageKey),
   );
+  if (traceparent !== undefined) headers.push(header('Traceparent', traceparent));
 
   const parts: { type: 'text/plain' | 'text/html'; content: string }[] = [];
   if (email.text !== undefined) parts.push({ type: 'text/plain', content: email.text });

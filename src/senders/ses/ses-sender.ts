@@ -81,7 +81,13 @@ export function sesSender(config: SesSenderConfig): Sender {
         `message key ${JSON.stringify(message.key)} cannot be an SES tag value (letters, digits, _ and - only)`,
       );
     }
-    const raw = buildMimeMessage({ email, from, messageKey: message.key, date: clock.now() });
+    const raw = buildMimeMessage({
+      email,
+      from,
+      messageKey: message.key,
+      date: clock.now(),
+      traceparent: message.traceContext?.traceparent,
+    });
     const command = new SendRawEmailCommand({
       RawMessage: { Data: new TextEncoder().encode(raw) },
       // Listing destinations is what delivers to Bcc, which the headers leave out.

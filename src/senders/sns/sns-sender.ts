@@ -7,12 +7,14 @@ import {
 import { ConfigurationError } from '../../core/errors.js';
 import type { BatchItemResult, BatchSender, OutboundMessage } from '../../core/sender.js';
 import {
+  asMessageAttributes,
   batchEntryId,
   entryBytes,
   FIFO_GROUP_ID,
   fifoGroupId,
   readBatchAnswer,
   sendInCalls,
+  stringAttributesOf,
 } from '../aws-batch-calls.js';
 import type { AwsCredentials } from '../aws-env.js';
 import { snsDeliveryError, snsEntryError } from './sns-errors.js';
@@ -113,7 +115,7 @@ export function snsSender(config: SnsSenderConfig): BatchSender {
       return sendInCalls(
         {
           sizes: entries.map(({ Message = '' }, index) =>
-            entryBytes(Message, { [SNS_MESSAGE_KEY_ATTRIBUTE]: messages[index]!.key }),
+            entryBytes(Message, stringAttributesOf(messages[index]!, SNS_MESSAGE_KEY_ATTRIBUTE)),
           ),
           limit: SNS_MAX_BATCH_BYTES,
           service: 'SNS',
@@ -163,9 +165,7 @@ async function entryOf(
   const entry: PublishBatchRequestEntry = {
     Id: batchEntryId(index),
     Message: JSON.stringify(message.payload),
-    MessageAttributes: {
-      [SNS_MESSAGE_KEY_ATTRIBUTE]: { DataType: 'String', StringValue: message.key },
-    },
+    MessageAttributes: asMessageAttributes(stringAttributesOf(message, SNS_MESSAGE_KEY_ATTRIBUTE)),
   };
   if (fifo) {
     entry.MessageGroupId = await fifoGroupId(

@@ -7,12 +7,14 @@ import {
 import { ConfigurationError } from '../../core/errors.js';
 import type { BatchItemResult, BatchSender, OutboundMessage } from '../../core/sender.js';
 import {
+  asMessageAttributes,
   batchEntryId,
   entryBytes,
   FIFO_GROUP_ID,
   fifoGroupId,
   readBatchAnswer,
   sendInCalls,
+  stringAttributesOf,
 } from '../aws-batch-calls.js';
 import { sqsDeliveryError, sqsEntryError } from './sqs-errors.js';
 
@@ -104,7 +106,10 @@ export function sqsSender(config: SqsSenderConfig): BatchSender {
       return sendInCalls(
         {
           sizes: entries.map(({ MessageBody = '' }, index) =>
-            entryBytes(MessageBody, { [SQS_MESSAGE_KEY_ATTRIBUTE]: messages[index]!.key }),
+            entryBytes(
+              MessageBody,
+              stringAttributesOf(messages[index]!, SQS_MESSAGE_KEY_ATTRIBUTE),
+            ),
           ),
           limit: SQS_MAX_BATCH_BYTES,
           service: 'SQS',
@@ -154,9 +159,7 @@ async function entryOf(
   const entry: SendMessageBatchRequestEntry = {
     Id: batchEntryId(index),
     MessageBody: JSON.stringify(message.payload),
-    MessageAttributes: {
-      [SQS_MESSAGE_KEY_ATTRIBUTE]: { DataType: 'String', StringValue: message.key },
-    },
+    MessageAttributes: asMessageAttributes(stringAttributesOf(message, SQS_MESSAGE_KEY_ATTRIBUTE)),
   };
   if (fifo) {
     entry.MessageGroupId = await fifoGroupId(

@@ -10,6 +10,7 @@ import {
 import { type Clock, systemClock } from '../../core/ports.js';
 import type { DeliveryReceipt, OutboundMessage, SendContext, Sender } from '../../core/sender.js';
 import { storableText } from '../../core/storable-text.js';
+import { traceHeaders } from '../../core/trace-context.js';
 import {
   connectingFetch,
   type DestinationPolicyOptions,
@@ -80,7 +81,8 @@ const RETRYABLE_STATUSES = new Set([408, 425, 429]);
  *
  * Each request carries `webhook-id` (the outbox message key: the same on every retry, so the
  * receiver deduplicates on it), `webhook-timestamp` (the time of this attempt, in Unix seconds)
- * and `webhook-signature`. The body is the payload's `body`, or the envelope
+ * and `webhook-signature`, and the W3C `traceparent` (and `tracestate`) of a message enqueued
+ * under a trace. The body is the payload's `body`, or the envelope
  * `{type, timestamp, data}` when the payload names an `event`.
  *
  * Before connecting, the URL must pass the destination policy (the SSRF guard: https only in
@@ -157,7 +159,13 @@ export function webhookSender(config: WebhookSenderConfig): Sender {
     try {
       response = await send(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': userAgent, ...signature },
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': userAgent,
+          ...signature,
+          // The receiver's work joins the trace of the request that wrote the message.
+          ...traceHeaders(message.traceContext),
+        },
         body,
         // A redirect could lead anywhere, past the destination check: report it instead.
         redirect: 'manual',
