@@ -2,7 +2,9 @@
  * The state one drain carries between its claims, lanes and settle groups, and the budget
  * arithmetic they share.
  */
+
 import type { DrainOptions, DrainReport, StopReason } from './drain-settings.js';
+import type { DrainRunTrace } from './drain-tracing.js';
 import { SubrequestBudgetError } from './errors.js';
 import type { ClaimCursor, ClaimedMessage, HeldRun } from './outbox-store.js';
 import type { Settings } from './resolved-settings.js';
@@ -156,6 +158,8 @@ export function tellFollower(run: DrainRun, queued: QueuedMessage, delivered: bo
 export interface DrainRun {
   settings: Settings;
   options: DrainOptions;
+  /** The run's spans, when the drain has a tracer. */
+  trace: DrainRunTrace | undefined;
   report: DrainReport;
   timeLeftMs: () => number;
   /** Claimed rows not yet handed to a lane, oldest claim first. */
@@ -225,6 +229,7 @@ export function newRun(
   const run: DrainRun = {
     settings,
     options,
+    trace: options.tracer?.startRun(),
     timeLeftMs,
     queue: [],
     inFlight: 0,

@@ -12,7 +12,9 @@ import {
   tellFollower,
 } from './drain-run.js';
 import type { StopReason } from './drain-settings.js';
+import type { EndSpan } from './drain-tracing.js';
 import { isSubrequestBudgetError } from './errors.js';
+import type { ClaimedMessage } from './outbox-store.js';
 import {
   outcomeOf,
   type SendResult,
@@ -94,12 +96,30 @@ export async function sendOne(
   // The attempt's duration by the monotonic clock: a clock step mid-send does not make a
   // send take minutes, or less than nothing.
   const sendStartedAt = performance.now();
-  const result = await sendWithTimeout(next.message, sender, context, timeouts);
+  const [message, endSpan] = traced(run, next.message);
+  const result = await sendWithTimeout(message, sender, context, timeouts);
+  endSpan?.(result.failed ? result.error : undefined);
   const durationMs = performance.now() - sendStartedAt;
   noteSendTime(run, durationMs);
   run.inFlight -= 1;
   recordOutcome(run, settles, next, result, durationMs);
   notify(run);
+}
+
+/**
+ * The message as its sender gets it, and the end of its send span, when the drain traces: the
+ * receiver gets the send span's context instead of the enqueue's, so its work is a child of
+ * the send.
+ */
+function traced(run: DrainRun, message: ClaimedMessage): [ClaimedMessage, EndSpan | undefined] {
+  if (run.trace === undefined) return [message, undefined];
+  const { traceContext, end } = run.trace.send({
+    key: message.key,
+    kind: message.kind,
+    attempt: message.attempts,
+    traceContext: message.traceContext,
+  });
+  return [traceContext ? { ...message, traceContext } : message, end];
 }
 
 /**
@@ -113,12 +133,18 @@ export async function sendBatch(
   sender: BatchSender,
 ): Promise<void> {
   const sendStartedAt = performance.now();
+  // A span per message, each in its own message's trace, ended by its own result.
+  const sent = batch.map((queued) => traced(run, queued.message));
   const results = await sendBatchWithTimeout(
-    batch.map((queued) => queued.message),
+    sent.map(([message]) => message),
     sender,
     context,
     timeouts,
   );
+  for (const [index, [, endSpan]] of sent.entries()) {
+    const result = results[index]!;
+    endSpan?.(result.failed ? result.error : undefined);
+  }
   const durationMs = performance.now() - sendStartedAt;
   noteSendTime(run, durationMs);
   run.inFlight -= batch.length;

@@ -3,6 +3,7 @@
  * value). resolved-settings.ts fills the defaults in and refuses what cannot run.
  */
 import type { DestinationChange, DestinationHealthPolicy } from './destination-health.js';
+import type { DrainTracer } from './drain-tracing.js';
 import type { OutboxStore } from './outbox-store.js';
 import type { Clock, IdGenerator, Logger } from './ports.js';
 import type { BackoffOptions } from './retry-policy.js';
@@ -21,6 +22,12 @@ export type StopReason =
 
 export interface DrainOptions {
   store: OutboxStore;
+  /**
+   * Spans for the run, each claim and settle, and each send (docs/tracing.md):
+   * `drainTracer(api, tracer)` of `outbox-relay/opentelemetry`. Default none, and then the drain
+   * does nothing for tracing at all.
+   */
+  tracer?: DrainTracer;
   /** A sender per kind. Kinds without one are not claimed by this drain. */
   senders: SenderRegistry;
   /**

@@ -85,6 +85,7 @@ export async function drainOnce(options: DrainOptions): Promise<DrainReport> {
   report.durationMs = clock.now().getTime() - startedAt;
   report.stopReason = run.stopReason ?? 'empty';
   await recordDrainRun(run);
+  run.trace?.end(run.failure?.error);
   if (run.failure) throw withReport(run.failure.error, report);
   logger.info('drain finished', { ...report });
   return report;
@@ -290,6 +291,7 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
   }
   const startedAt = performance.now();
   run.rowsOnWire += limit;
+  const endSpan = run.trace?.claim();
   let result: ClaimResult;
   try {
     result = await settings.store.claim({
@@ -308,6 +310,10 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
       keysAfter: run.keysAfter,
       holding: run.options.keys ? undefined : heldRuns(run, claimedAt.getTime()),
     });
+    endSpan?.();
+  } catch (error) {
+    endSpan?.(error);
+    throw error;
   } finally {
     run.rowsOnWire -= limit;
   }

@@ -107,15 +107,18 @@ async function writeWithRetries(
     }
     report.roundTrips += 1;
     report.settles += 1;
+    const endSpan = run.trace?.settle(requests.length);
     try {
       const { stale, destinations } = await settings.store.settle(requests, settings.clock.now(), {
         health: settings.destinationHealth,
       });
+      endSpan?.();
       tally(requests, new Set(stale), report, settings.logger);
       settings.logger.debug('outcomes settled', { outcomes: requests.length });
       if (destinations !== undefined) await announce(destinations, settings);
       return undefined;
     } catch (error) {
+      endSpan?.(error);
       lastError = error;
       const verdict = againVerdict(error);
       settings.logger.warn('settle failed', {

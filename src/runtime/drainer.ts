@@ -62,7 +62,7 @@ export type Drainer = (request: DrainRequest) => Promise<DrainReport>;
  */
 export interface DrainerOptions
   extends DrainTuning,
-    Pick<DrainOptions, 'clock' | 'logger' | 'newId' | 'random' | 'onDestinationChange'> {
+    Pick<DrainOptions, 'clock' | 'logger' | 'newId' | 'random' | 'onDestinationChange' | 'tracer'> {
   /** `outbox.store(db)`: claims and settles, and (for schedules) purges. */
   store: OutboxStore & PurgeStore;
   senders: SenderRegistry;

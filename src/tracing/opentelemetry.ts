@@ -12,6 +12,7 @@
  * // Inside a request's span, every enqueue now stores that span's traceparent; the webhook,
  * // queue message or email that goes out carries it to the receiver.
  */
+import type { DrainRunTrace, DrainTracer, EndSpan } from '../core/drain-tracing.js';
 import type { TraceContext, TraceContextSource } from '../core/trace-context.js';
 
 /** What we read of a span context: `SpanContext` of `@opentelemetry/api`. */
@@ -24,13 +25,46 @@ export interface SpanContextLike {
 
 /** What we use of `@opentelemetry/api` (pass the module itself: `import * as api`). */
 export interface OpenTelemetryApiLike {
-  context: { active(): unknown };
+  // biome-ignore lint/suspicious/noExplicitAny: the api's Context, which we only pass along
+  context: { active(): any };
+  // biome-ignore lint/suspicious/noExplicitAny: the api's Context, which we only pass along
+  ROOT_CONTEXT: any;
   trace: {
-    // biome-ignore lint/suspicious/noExplicitAny: the api's Context type, which we never touch
+    // biome-ignore lint/suspicious/noExplicitAny: the api's Context, which we only pass along
     getSpanContext(context: any): SpanContextLike | undefined;
     isSpanContextValid(spanContext: SpanContextLike): boolean;
+    // biome-ignore lint/suspicious/noExplicitAny: the api's Context and Span
+    setSpan(context: any, span: any): any;
+    // biome-ignore lint/suspicious/noExplicitAny: the api's Context
+    setSpanContext(context: any, spanContext: SpanContextLike & { isRemote?: boolean }): any;
   };
 }
+
+/** What we use of a span: its context, its attributes, its status, its end. */
+export interface SpanLike {
+  spanContext(): SpanContextLike;
+  setStatus(status: { code: number; message?: string }): unknown;
+  recordException(exception: Error | string): unknown;
+  end(): void;
+}
+
+/** What we use of a `Tracer` (`trace.getTracer('outbox-relay')`, or a provider's). */
+export interface TracerLike {
+  startSpan(
+    name: string,
+    options: {
+      kind?: number;
+      attributes?: Record<string, string | number | boolean>;
+      links?: { context: { traceId: string; spanId: string; traceFlags: number } }[];
+    },
+    // biome-ignore lint/suspicious/noExplicitAny: the api's Context
+    context?: any,
+  ): SpanLike;
+}
+
+/** `SpanKind` and `SpanStatusCode` of `@opentelemetry/api`: stable numbers of the spec. */
+const SPAN_KIND = { internal: 0, client: 2, producer: 3 } as const;
+const STATUS_ERROR = 2;
 
 /**
  * A trace context source (`createOutbox({ traceContext })`) that reads the span active where
@@ -51,4 +85,107 @@ export function traceContextOf(span: SpanContextLike): TraceContext {
   const traceparent = `00-${span.traceId}-${span.spanId}-${flags}`;
   const tracestate = span.traceState?.serialize();
   return tracestate ? { traceparent, tracestate } : { traceparent };
+}
+
+/**
+ * The drain's spans (`drainOnce({ tracer: drainTracer(api, tracer) })`), after OpenTelemetry's
+ * messaging and database conventions:
+ *
+ * - `outbox drain`, the run, a child of whatever span is active where the drain starts (the
+ *   invocation's, when the runtime is instrumented);
+ * - `outbox claim` and `outbox settle`, children of the run (`db.system.name` postgresql);
+ * - `send KIND`, one per message (alone or its place in a batch call), a producer span: on the
+ *   message's first attempt a child of the span it was enqueued under, so the request's trace
+ *   runs on to the receiver; on a retry a trace of its own linked to that span; both linked to
+ *   the run. A message enqueued under no trace is sent under the run. The receiver gets the send
+ *   span's context (`traceparent`), so its span is a child of the send.
+ *
+ * A span ends failed (status error, the exception recorded) when its statement or send failed.
+ */
+export function drainTracer(api: OpenTelemetryApiLike, tracer: TracerLike): DrainTracer {
+  return {
+    startRun(): DrainRunTrace {
+      const runSpan = tracer.startSpan(
+        'outbox drain',
+        { kind: SPAN_KIND.internal },
+        api.context.active(),
+      );
+      const runContext = api.trace.setSpan(api.context.active(), runSpan);
+      const statement = (name: string, attributes: Record<string, string | number>) =>
+        ending(
+          tracer.startSpan(
+            name,
+            {
+              kind: SPAN_KIND.client,
+              attributes: { 'db.system.name': 'postgresql', ...attributes },
+            },
+            runContext,
+          ),
+        );
+      return {
+        claim: () => statement('outbox claim', { 'db.operation.name': 'claim' }),
+        settle: (outcomes) =>
+          statement('outbox settle', {
+            'db.operation.name': 'settle',
+            'db.operation.batch.size': outcomes,
+          }),
+        send(message) {
+          const enqueued = message.traceContext && spanContextOf(message.traceContext);
+          const first = message.attempt === 1;
+          const parent =
+            enqueued === undefined
+              ? runContext
+              : first
+                ? api.trace.setSpanContext(api.ROOT_CONTEXT, { ...enqueued, isRemote: true })
+                : api.ROOT_CONTEXT;
+          const links = [
+            ...(enqueued !== undefined && !first ? [{ context: enqueued }] : []),
+            { context: runSpan.spanContext() },
+          ];
+          const span = tracer.startSpan(
+            `send ${message.kind}`,
+            {
+              kind: SPAN_KIND.producer,
+              attributes: {
+                'messaging.operation.type': 'send',
+                'messaging.operation.name': 'send',
+                'messaging.message.id': message.key,
+                'messaging.destination.name': message.kind,
+                'outbox.attempt': message.attempt,
+              },
+              links,
+            },
+            parent,
+          );
+          return { traceContext: traceContextOf(span.spanContext()), end: ending(span) };
+        },
+        end: ending(runSpan),
+      };
+    },
+  };
+}
+
+/** A span's end, once: failed with the error's message and the exception when given one. */
+function ending(span: SpanLike): EndSpan {
+  let ended = false;
+  return (error) => {
+    if (ended) return;
+    ended = true;
+    if (error !== undefined) {
+      const exception = error instanceof Error ? error : String(error);
+      span.recordException(exception);
+      span.setStatus({
+        code: STATUS_ERROR,
+        message: error instanceof Error ? error.message : String(error),
+      });
+    }
+    span.end();
+  };
+}
+
+/** The span context a stored traceparent names (as the receiver of a request would read it). */
+function spanContextOf(trace: TraceContext): SpanContextLike | undefined {
+  const [, traceId, spanId, flags] = trace.traceparent.split('-');
+  if (traceId === undefined || spanId === undefined || flags === undefined) return undefined;
+  return { traceId, spanId, traceFlags: Number.parseInt(flags, 16) };
 }

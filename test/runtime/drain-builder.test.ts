@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { DestinationChange } from '../../src/core/destination-health.js';
+import type { DrainTracer } from '../../src/core/drain-tracing.js';
 import { isOutboxError } from '../../src/core/errors.js';
 import { type Logger, silentLogger } from '../../src/core/ports.js';
 import { budgetedTimeouts, createDrainer, type DrainerOptions } from '../../src/runtime/drainer.js';
@@ -62,6 +63,27 @@ function recordingLogger(): Logger & { infos: string[] } {
 
 /** What the onDestinationChange probe's hook was called with, in its latest run. */
 let hookChanges: DestinationChange[] = [];
+
+/** The spans the tracer probe's tracer was asked for, in its latest run, by name and key. */
+let tracedSpans: string[] = [];
+const recordingTracer: DrainTracer = {
+  startRun() {
+    tracedSpans.push('run');
+    const noted = (name: string) => () => {
+      tracedSpans.push(name);
+      return () => {};
+    };
+    return {
+      claim: noted('claim'),
+      settle: noted('settle'),
+      send(message) {
+        tracedSpans.push(`send ${message.key}`);
+        return { traceContext: undefined, end: () => {} };
+      },
+      end: () => {},
+    };
+  },
+};
 
 /** A probe per setup field: a field added to the setup without one does not compile. */
 const PROBES: Record<SetupField, FieldProbe> = {
@@ -187,6 +209,20 @@ const PROBES: Record<SetupField, FieldProbe> = {
     },
     expectSeen: ({ seen }) =>
       expect(seen.claims[0]?.request.claimToken).toBe('00000000-0000-4000-8000-000000000001'),
+  },
+  tracer: {
+    effect: 'opens the run’s, claims’, settles’ and sends’ spans on the tracer given',
+    settings: () => {
+      tracedSpans = [];
+      return { tracer: recordingTracer };
+    },
+    expectSeen: ({ seen }) => {
+      expect(tracedSpans.slice(0, 2)).toEqual(['run', 'claim']);
+      expect(tracedSpans).toContain('settle');
+      expect(tracedSpans.filter((span) => span.startsWith('send '))).toHaveLength(
+        seen.sendsStarted,
+      );
+    },
   },
   random: {
     effect: 'draws the second retry’s jitter from the source given',

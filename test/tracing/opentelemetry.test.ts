@@ -20,8 +20,14 @@ import { createOutbox } from '../../src/outbox.js';
 import { SQS_MESSAGE_KEY_ATTRIBUTE, sqsSender } from '../../src/senders/sqs/index.js';
 import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
 import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
-import { activeTraceContext, traceContextOf } from '../../src/tracing/opentelemetry.js';
+import {
+  activeTraceContext,
+  drainTracer,
+  traceContextOf,
+} from '../../src/tracing/opentelemetry.js';
 import { useTestDatabase } from '../support/database.js';
+import { fakeClock } from '../support/drain-fixtures.js';
+import { type LoopbackServer, startLoopbackServer } from '../support/loopback-http.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const database = useTestDatabase();
@@ -147,3 +153,89 @@ describe('OpenTelemetry context carried through the outbox', () => {
 function createQueue(server: FauxqsServer, name: string): { QueueUrl: string } {
   return { QueueUrl: server.createQueue(name).queueUrl };
 }
+
+describe("the drain's spans", () => {
+  let flaky: LoopbackServer;
+  /** Answers per path, in order; the last repeats. */
+  const answers = new Map<string, number[]>([['/flaky', [503, 200]]]);
+  beforeAll(async () => {
+    flaky = await startLoopbackServer((request, response) => {
+      const script = answers.get(request.url) ?? [200];
+      const status = script.length > 1 ? script.shift()! : script[0]!;
+      response.writeHead(status).end();
+    });
+  });
+  afterAll(async () => {
+    await flaky?.close();
+  });
+
+  it('continue the request trace on a first attempt, link a retry to it, and parent the receiver on the send', async () => {
+    exporter.reset();
+    const db = pgExecutor(database.pool);
+    const outbox = createOutbox({ schema: 'drain_spans', traceContext: activeTraceContext(api) });
+    await outbox.migrate(db);
+    const { request, keys } = await tracer.startActiveSpan('POST /orders', async (span) => {
+      const written = await outbox.enqueue(db, [
+        { kind: 'webhook', payload: { url: `${flaky.url}/ok`, body: {} } },
+        { kind: 'webhook', payload: { url: `${flaky.url}/flaky`, body: {} } },
+      ]);
+      span.end();
+      return { request: span.spanContext(), keys: written };
+    });
+    const store = outbox.store(db);
+    const senders = {
+      webhook: webhookSender({
+        secret: generateWebhookSecret(),
+        environment: 'development',
+        allowHosts: [`127.0.0.1:${flaky.port}`],
+        resolveHost: false,
+      }),
+    };
+    const clock = fakeClock();
+    const traced = drainTracer(api, tracer);
+    await drainOnce({ store, senders, clock, tracer: traced });
+    clock.set((await store.getByKey(keys[1]!))!.dueAt);
+    await drainOnce({ store, senders, clock, tracer: traced });
+    expect((await store.getByKey(keys[1]!))?.state).toBe('delivered');
+
+    const spans = exporter.getFinishedSpans();
+    const named = (name: string) => spans.filter((span) => span.name === name);
+    const runs = named('outbox drain');
+    expect(runs).toHaveLength(2);
+    const runIds = new Set(runs.map((run) => run.spanContext().spanId));
+    for (const statement of [...named('outbox claim'), ...named('outbox settle')]) {
+      expect(runIds.has(statement.parentSpanContext?.spanId ?? '')).toBe(true);
+    }
+    expect(named('outbox settle').length).toBeGreaterThanOrEqual(2);
+
+    const sends = named('send webhook');
+    const sendOf = (key: string, attempt: number) =>
+      sends.find(
+        (span) =>
+          span.attributes['messaging.message.id'] === key &&
+          span.attributes['outbox.attempt'] === attempt,
+      )!;
+    // First attempts continue the request's trace, under the request's span.
+    for (const key of keys) {
+      const first = sendOf(key!, 1);
+      expect(first.spanContext().traceId).toBe(request.traceId);
+      expect(first.parentSpanContext?.spanId).toBe(request.spanId);
+      expect(first.links.some((link) => runIds.has(link.context.spanId))).toBe(true);
+    }
+    expect(sendOf(keys[1]!, 1).status.code).toBe(api.SpanStatusCode.ERROR);
+    // The retry: a trace of its own, linked to the span the message was enqueued under.
+    const retry = sendOf(keys[1]!, 2);
+    expect(retry.spanContext().traceId).not.toBe(request.traceId);
+    expect(retry.parentSpanContext).toBeUndefined();
+    expect(retry.links.map((link) => link.context.spanId)).toContain(request.spanId);
+
+    // The receiver got the send span's context: its own span is a child of the send.
+    const delivered = flaky.requests.find((received) => received.url === '/ok')!;
+    const sent = sendOf(keys[0]!, 1).spanContext();
+    expect(delivered.headers.traceparent).toBe(traceContextOf(sent).traceparent);
+    tracer.startSpan('handle', {}, remoteParent(delivered.headers.traceparent!)).end();
+    const handled = exporter.getFinishedSpans().find((span) => span.name === 'handle')!;
+    expect(handled.spanContext().traceId).toBe(request.traceId);
+    expect(handled.parentSpanContext?.spanId).toBe(sent.spanId);
+  });
+});
