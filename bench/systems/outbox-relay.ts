@@ -3,6 +3,8 @@
  * over `pgExecutor(pool)`, `purgeOnce`, and the store's one-statement claim.
  */
 import { randomUUID } from 'node:crypto';
+import * as api from '@opentelemetry/api';
+import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import type pg from 'pg';
 import { drainOnce } from '../../src/core/drain.js';
 import { DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS } from '../../src/core/drain-settings.js';
@@ -15,6 +17,7 @@ import { dueClaimParameters } from '../../src/store/due-claim-shape.js';
 import { insertHistoryGroups } from '../../src/store/history-groups.js';
 import { quoteSchema } from '../../src/store/schema-name.js';
 import { outboxStatements } from '../../src/store/statements.js';
+import { drainTracer } from '../../src/tracing/opentelemetry.js';
 import { ownVersion } from '../lib/machine.js';
 import { benchPool } from '../lib/postgres.js';
 import {
@@ -48,6 +51,15 @@ export function benchOutbox(options: Pick<OutboxOptions, 'keepDelivered'> = {}):
   });
 }
 
+/**
+ * `BENCH_TRACER=1`: every drain records its spans (docs/tracing.md) on OpenTelemetry's SDK with
+ * no exporter, so the figures carry what making the spans costs and nothing of shipping them.
+ */
+const benchTracer =
+  process.env.BENCH_TRACER === '1'
+    ? drainTracer(api, new BasicTracerProvider().getTracer('outbox-relay-bench'))
+    : undefined;
+
 const quotedSchema = quoteSchema(OUTBOX_SCHEMA);
 const messages = `${quotedSchema}.messages`;
 
@@ -59,7 +71,7 @@ export const outboxRelaySystem: QueueSystem = {
     driver: 'pg Pool (max 10) through pgExecutor',
     'prepared statements': 'on (pgExecutor default: a statement is prepared from its second run)',
     drain:
-      'drainOnce({ batchSize, concurrency }) per case; other options at their defaults (claim ahead on, settle groups of 32 outcomes or 5 ms, lease 2 min, send timeout 15 s)',
+      'drainOnce({ batchSize, concurrency }) per case; other options at their defaults (claim ahead on, settle groups of 32 outcomes or 5 ms, lease 2 min, send timeout 15 s); with BENCH_TRACER=1 also tracer: drainTracer over an SDK tracer with no exporter',
     enqueue: 'outbox.enqueue(pgExecutor(pool), 1,000 messages): one INSERT per call',
     purge:
       'purgeOnce({ deliveredOlderThanMs: 0, deadOlderThanMs: 0 }), 1,000 rows per DELETE, over messages and delivered history',
@@ -124,6 +136,7 @@ export function openOutboxHandle(
       const startedAt = performance.now();
       const report = await drainOnce({
         store,
+        ...(benchTracer ? { tracer: benchTracer } : {}),
         senders: { [BENCH_KIND]: (message) => request.send(message.payload) },
         batchSize: request.batchSize,
         concurrency: request.concurrency,
