@@ -12,7 +12,7 @@ import {
   tellFollower,
 } from './drain-run.js';
 import type { StopReason } from './drain-settings.js';
-import type { EndSpan } from './drain-tracing.js';
+import type { DrainRunTrace, EndSpan } from './drain-tracing.js';
 import { isSubrequestBudgetError } from './errors.js';
 import type { ClaimedMessage } from './outbox-store.js';
 import {
@@ -96,10 +96,24 @@ export async function sendOne(
   // The attempt's duration by the monotonic clock: a clock step mid-send does not make a
   // send take minutes, or less than nothing.
   const sendStartedAt = performance.now();
-  const [message, endSpan] = traced(run, next.message);
+  if (run.trace === undefined) {
+    const result = await sendWithTimeout(next.message, sender, context, timeouts);
+    return sent(run, settles, next, result, performance.now() - sendStartedAt);
+  }
+  const [message, endSpan] = traced(run.trace, next.message);
   const result = await sendWithTimeout(message, sender, context, timeouts);
-  endSpan?.(result.failed ? result.error : undefined);
-  const durationMs = performance.now() - sendStartedAt;
+  endSpan(result.failed ? result.error : undefined);
+  sent(run, settles, next, result, performance.now() - sendStartedAt);
+}
+
+/** A single send's end: its time noted, its outcome recorded, the lanes told. */
+function sent(
+  run: DrainRun,
+  settles: SettleGroups,
+  next: QueuedMessage,
+  result: SendResult,
+  durationMs: number,
+): void {
   noteSendTime(run, durationMs);
   run.inFlight -= 1;
   recordOutcome(run, settles, next, result, durationMs);
@@ -111,9 +125,8 @@ export async function sendOne(
  * receiver gets the send span's context instead of the enqueue's, so its work is a child of
  * the send.
  */
-function traced(run: DrainRun, message: ClaimedMessage): [ClaimedMessage, EndSpan | undefined] {
-  if (run.trace === undefined) return [message, undefined];
-  const { traceContext, end } = run.trace.send({
+function traced(trace: DrainRunTrace, message: ClaimedMessage): [ClaimedMessage, EndSpan] {
+  const { traceContext, end } = trace.send({
     key: message.key,
     kind: message.kind,
     attempt: message.attempts,
@@ -133,17 +146,18 @@ export async function sendBatch(
   sender: BatchSender,
 ): Promise<void> {
   const sendStartedAt = performance.now();
-  // A span per message, each in its own message's trace, ended by its own result.
-  const sent = batch.map((queued) => traced(run, queued.message));
+  // With a tracer, a span per message, each in its own message's trace, ended by its result.
+  const { trace } = run;
+  const spans = trace && batch.map((queued) => traced(trace, queued.message));
   const results = await sendBatchWithTimeout(
-    sent.map(([message]) => message),
+    spans ? spans.map(([message]) => message) : batch.map((queued) => queued.message),
     sender,
     context,
     timeouts,
   );
-  for (const [index, [, endSpan]] of sent.entries()) {
+  for (const [index, [, endSpan]] of (spans ?? []).entries()) {
     const result = results[index]!;
-    endSpan?.(result.failed ? result.error : undefined);
+    endSpan(result.failed ? result.error : undefined);
   }
   const durationMs = performance.now() - sendStartedAt;
   noteSendTime(run, durationMs);

@@ -192,7 +192,7 @@ export function sendBatchWithTimeout(
 
 /** What a sender sees of a claimed message. */
 function outbound(message: ClaimedMessage): OutboundMessage {
-  return {
+  const sent: OutboundMessage = {
     key: message.key,
     kind: message.kind,
     payload: message.payload,
@@ -201,8 +201,9 @@ function outbound(message: ClaimedMessage): OutboundMessage {
     id: message.id,
     orderingKey: message.orderingKey,
     createdAt: message.createdAt,
-    ...(message.traceContext ? { traceContext: message.traceContext } : {}),
   };
+  if (message.traceContext) sent.traceContext = message.traceContext;
+  return sent;
 }
 
 class SendTimeoutError extends Error {

@@ -52,20 +52,15 @@ export function messageFromRow(row: MessageRow): MessageRecord {
     createdAt: toDate(row.created_at),
     deliveredAt: toDateOrNull(row.delivered_at),
     deadAt: toDateOrNull(row.dead_at),
-    ...traceContextOf(row),
+    ...(row.traceparent ? { traceContext: traceContextOf(row) } : {}),
   };
 }
 
-/** The row's trace context as a record's optional property: absent when it has none. */
-function traceContextOf(row: Pick<MessageRow, 'traceparent' | 'tracestate'>): {
-  traceContext?: TraceContext;
-} {
-  if (!row.traceparent) return {};
-  return {
-    traceContext: row.tracestate
-      ? { traceparent: row.traceparent, tracestate: row.tracestate }
-      : { traceparent: row.traceparent },
-  };
+/** The trace context of a row that has one (`traceparent` set). */
+function traceContextOf(row: Pick<MessageRow, 'traceparent' | 'tracestate'>): TraceContext {
+  return row.tracestate
+    ? { traceparent: row.traceparent!, tracestate: row.tracestate }
+    : { traceparent: row.traceparent! };
 }
 
 /** A claim's row: CLAIMED_COLUMNS. */
@@ -109,7 +104,7 @@ export type ClaimedRow = Pick<
 };
 
 export function claimedFromRow(row: ClaimedRow, claimToken: string): ClaimedMessage {
-  return {
+  const claimed: ClaimedMessage = {
     id: String(row.id),
     key: row.key,
     kind: row.kind,
@@ -122,8 +117,10 @@ export function claimedFromRow(row: ClaimedRow, claimToken: string): ClaimedMess
     rowId: row.row_id,
     payloadBytes: Number(row.payload_bytes),
     destinationWatched: row.watched === true,
-    ...traceContextOf(row),
   };
+  // Set only for a traced row: the claim's hot path allocates nothing more for the rest.
+  if (row.traceparent) claimed.traceContext = traceContextOf(row);
+  return claimed;
 }
 
 export function toDate(value: unknown): Date {
