@@ -117,13 +117,15 @@ describe('a drain through a backlog', () => {
     const { claims } = recorded;
     // Full claims, then one that finds nothing (after the cursor, nor from the start) while the
     // last batch is still being sent: it left keyed rows out (no key is in the outbox), so it is
-    // partial, and the next walks the keys too; and one more once every row is recorded.
-    expect(claims.map((c) => c.result.claimed.length)).toEqual([
-      ...Array(BACKLOG / BATCH).fill(BATCH),
-      0,
-      0,
-      0,
-    ]);
+    // partial, and the next walks the keys too; and, when the last batch's outcomes were still
+    // being written as that one came back, one more once every row is recorded. Which of the two
+    // lands first is the machine's timing, so the drain ends on two empty claims or three.
+    const sizes = claims.map((c) => c.result.claimed.length);
+    expect(sizes.slice(0, BACKLOG / BATCH)).toEqual(Array(BACKLOG / BATCH).fill(BATCH));
+    expect([
+      [0, 0],
+      [0, 0, 0],
+    ]).toContainEqual(sizes.slice(BACKLOG / BATCH));
     expect(claims.map((c) => c.result.partial === true).indexOf(true)).toBe(BACKLOG / BATCH);
     // Through the backlog and its first empty claim (the two after it close the drain):
     claims.slice(0, BACKLOG / BATCH + 1).forEach(({ request }, index) => {
