@@ -7,13 +7,20 @@ import { DRIVER_NAMES, useDriver } from '../support/drivers.js';
 
 const database = useTestDatabase();
 
-/** Heap, TOAST and index bytes of messages and of history. */
-async function tableBytes(schema: string): Promise<number> {
-  const { rows } = await database.pool.query<{ bytes: string }>(
-    `SELECT pg_total_relation_size('${schema}.messages')
-       + pg_total_relation_size('${schema}.delivered_groups') AS bytes`,
+interface TableBytes {
+  /** Heap and TOAST of messages and of history, without their indexes. */
+  heap: number;
+  /** The same with their indexes. */
+  total: number;
+}
+
+async function tableBytes(schema: string): Promise<TableBytes> {
+  const { rows } = await database.pool.query<{ heap: string; total: string }>(
+    `SELECT pg_table_size('${schema}.messages') + pg_table_size('${schema}.delivered_groups') AS heap,
+       pg_total_relation_size('${schema}.messages')
+       + pg_total_relation_size('${schema}.delivered_groups') AS total`,
   );
-  return Number(rows[0]!.bytes);
+  return { heap: Number(rows[0]!.heap), total: Number(rows[0]!.total) };
 }
 
 describe.each(DRIVER_NAMES)('purge space through %s', (driverName) => {
@@ -41,21 +48,26 @@ describe.each(DRIVER_NAMES)('purge space through %s', (driverName) => {
       expect(purged.deliveredDeleted).toBe(1000);
       return tableBytes(schema);
     };
-    const sizes: number[] = [];
+    const sizes: TableBytes[] = [];
     for (let i = 0; i < 10; i++) sizes.push(await cycle());
-    // Without the vacuum every cycle adds its rows' size again: cycle 10 is about 4x cycle 2.
-    // With it, freed heap pages are refilled. On PostgreSQL 18 the index pages the first vacuum
-    // deleted are recycled by the second, so the tables stay about the size of one cycle (with
-    // one vacuum the indexes held two cycles' pages: cycle 10 was about 2x cycle 1). On 14 a
-    // deleted index page waited for the next purge whenever other test files ran beside this
-    // one (it passed alone), as if a transaction in another database held it back: reuse can
-    // come a cycle or two late there (up to 1.9x cycle 2 seen), and ten cycles keep the cases
-    // apart. Versions between are held to the looser bound: they were not measured.
+    // Without the vacuum every cycle adds its rows' size again. With it, the heap pages the
+    // purge freed are refilled by the next cycle: the heap stays about the size of one cycle on
+    // every version, since the rows it deleted are dead to every transaction in this database.
+    expect(sizes[9]!.heap).toBeLessThan(sizes[0]!.heap * 1.5);
+    // Index pages differ. The first vacuum deletes them, and the second recycles them only once
+    // no transaction older than the first is open. On PostgreSQL 18 that horizon is this
+    // database's, so the indexes stay about one cycle's size too (with one vacuum they held two
+    // cycles' pages: cycle 10 was about 2x cycle 1). Before 16, nbtree checked a deleted page
+    // against every database's transactions (BTPageIsRecyclable had no heap relation to narrow
+    // it), so on 14 a test file running in another database holds the pages back for a purge or
+    // more: cycle 10 was seen at 1.9x and once at 3.24x cycle 2, and only when other files ran
+    // beside this one. There the heap bound above is what this test holds; the total is only
+    // held below what ten cycles without reuse would reach.
     const { rows } = await database.pool.query<{ version: number }>(
       "SELECT current_setting('server_version_num')::int AS version",
     );
-    if (rows[0]!.version >= 180000) expect(sizes[9]).toBeLessThan(sizes[0]! * 1.5);
-    else expect(sizes[9]).toBeLessThan(sizes[1]! * 3);
+    if (rows[0]!.version >= 180000) expect(sizes[9]!.total).toBeLessThan(sizes[0]!.total * 1.5);
+    else expect(sizes[9]!.total).toBeLessThan(sizes[0]!.total * 5);
   });
 
   it('a purge that deleted nothing runs no VACUUM', async () => {
