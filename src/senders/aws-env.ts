@@ -1,10 +1,12 @@
 /**
  * Reading an AWS sender's region and credentials from the environment, the same way for every
  * AWS sender (SES, SQS, SNS) and every runtime: `process.env` on Node and Lambda, the `env`
- * binding object on Workers. No SDK here, so a program can read its settings without loading one.
+ * binding object on Workers; and checking the settings the SQS and SNS senders share. No SDK
+ * here, so a program can read its settings without loading one.
  */
 import { ConfigurationError } from '../core/errors.js';
 import { type EnvLike, readEnv } from '../runtime/env.js';
+import { FIFO_GROUP_ID } from './aws-batch-calls.js';
 
 /** `us-east-1`, `ap-southeast-2`, `us-gov-west-1`: what AWS endpoints are named after. */
 const AWS_REGION_PATTERN = /^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$/;
@@ -52,4 +54,41 @@ export function awsCredentialsFromEnv(env: EnvLike, sender: string): AwsCredenti
   }
   const sessionToken = readEnv(env, 'AWS_SESSION_TOKEN');
   return { accessKeyId, secretAccessKey, ...(sessionToken === undefined ? {} : { sessionToken }) };
+}
+
+/** What the SQS and SNS senders are configured with alike, beside where they send. */
+export interface AwsSenderConfig {
+  region: string;
+  credentials?: AwsCredentials;
+  endpoint?: string;
+  unorderedGroupId?: string;
+}
+
+/**
+ * Throws `ConfigurationError`, its message opening with `sender` (`SQS sender`), at the first of
+ * the shared settings no call could be made with: so a sender fails at startup, not on its first
+ * send. Each sender checks where it sends itself.
+ */
+export function checkAwsSenderConfig(sender: string, config: AwsSenderConfig): void {
+  if (typeof config.region !== 'string' || config.region.trim() === '') {
+    throw new ConfigurationError(`${sender}: region is required`);
+  }
+  if (config.credentials !== undefined) {
+    const { accessKeyId, secretAccessKey } = config.credentials;
+    if (!accessKeyId || !secretAccessKey) {
+      throw new ConfigurationError(
+        `${sender}: credentials need both accessKeyId and secretAccessKey (or leave them out for the SDK to find)`,
+      );
+    }
+  }
+  if (config.endpoint !== undefined && !URL.canParse(config.endpoint)) {
+    throw new ConfigurationError(
+      `${sender}: endpoint ${JSON.stringify(config.endpoint)} is not a URL`,
+    );
+  }
+  if (config.unorderedGroupId !== undefined && !FIFO_GROUP_ID.test(config.unorderedGroupId)) {
+    throw new ConfigurationError(
+      `${sender}: unorderedGroupId must be 1 to 128 letters, digits or punctuation`,
+    );
+  }
 }

@@ -10,13 +10,12 @@ import {
   asMessageAttributes,
   batchEntryId,
   entryBytes,
-  FIFO_GROUP_ID,
   fifoGroupId,
   readBatchAnswer,
   sendInCalls,
   stringAttributesOf,
 } from '../aws-batch-calls.js';
-import type { AwsCredentials } from '../aws-env.js';
+import { type AwsCredentials, checkAwsSenderConfig } from '../aws-env.js';
 import { snsDeliveryError, snsEntryError } from './sns-errors.js';
 
 /**
@@ -184,31 +183,11 @@ function checkConfig(config: SnsSenderConfig): void {
       `SNS sender: topicArn ${JSON.stringify(config.topicArn)} is not an SNS topic ARN such as arn:aws:sns:eu-west-1:123456789012:orders`,
     );
   }
-  if (typeof config.region !== 'string' || config.region.trim() === '') {
-    throw new ConfigurationError('SNS sender: region is required');
-  }
+  checkAwsSenderConfig('SNS sender', config);
   // SNS takes a publish only in the topic's own region; the ARN says which that is.
   if (config.region !== arn[1]) {
     throw new ConfigurationError(
       `SNS sender: region ${config.region} is not the topic's region (${arn[1]}, in its ARN)`,
-    );
-  }
-  if (config.credentials !== undefined) {
-    const { accessKeyId, secretAccessKey } = config.credentials;
-    if (!accessKeyId || !secretAccessKey) {
-      throw new ConfigurationError(
-        'SNS sender: credentials need both accessKeyId and secretAccessKey (or leave them out for the SDK to find)',
-      );
-    }
-  }
-  if (config.endpoint !== undefined && !URL.canParse(config.endpoint)) {
-    throw new ConfigurationError(
-      `SNS sender: endpoint ${JSON.stringify(config.endpoint)} is not a URL`,
-    );
-  }
-  if (config.unorderedGroupId !== undefined && !FIFO_GROUP_ID.test(config.unorderedGroupId)) {
-    throw new ConfigurationError(
-      'SNS sender: unorderedGroupId must be 1 to 128 letters, digits or punctuation',
     );
   }
 }

@@ -10,12 +10,12 @@ import {
   asMessageAttributes,
   batchEntryId,
   entryBytes,
-  FIFO_GROUP_ID,
   fifoGroupId,
   readBatchAnswer,
   sendInCalls,
   stringAttributesOf,
 } from '../aws-batch-calls.js';
+import { type AwsCredentials, checkAwsSenderConfig } from '../aws-env.js';
 import { sqsDeliveryError, sqsEntryError } from './sqs-errors.js';
 
 /** The message attribute that carries the outbox message key: what a consumer deduplicates on. */
@@ -32,12 +32,7 @@ export const SQS_MAX_BATCH = 10;
 export const SQS_MAX_BATCH_BYTES = 1024 * 1024;
 
 /** Static AWS credentials. Workers have no credential files or instance metadata to find them. */
-export interface SqsCredentials {
-  accessKeyId: string;
-  secretAccessKey: string;
-  /** For temporary credentials (STS, a Lambda's own role). */
-  sessionToken?: string;
-}
+export interface SqsCredentials extends AwsCredentials {}
 
 export interface SqsSenderConfig {
   /**
@@ -177,25 +172,5 @@ function checkConfig(config: SqsSenderConfig): void {
       `SQS sender: queueUrl ${JSON.stringify(config.queueUrl)} is not a URL`,
     );
   }
-  if (typeof config.region !== 'string' || config.region.trim() === '') {
-    throw new ConfigurationError('SQS sender: region is required');
-  }
-  if (config.credentials !== undefined) {
-    const { accessKeyId, secretAccessKey } = config.credentials;
-    if (!accessKeyId || !secretAccessKey) {
-      throw new ConfigurationError(
-        'SQS sender: credentials need both accessKeyId and secretAccessKey (or leave them out for the SDK to find)',
-      );
-    }
-  }
-  if (config.endpoint !== undefined && !URL.canParse(config.endpoint)) {
-    throw new ConfigurationError(
-      `SQS sender: endpoint ${JSON.stringify(config.endpoint)} is not a URL`,
-    );
-  }
-  if (config.unorderedGroupId !== undefined && !FIFO_GROUP_ID.test(config.unorderedGroupId)) {
-    throw new ConfigurationError(
-      'SQS sender: unorderedGroupId must be 1 to 128 letters, digits or punctuation',
-    );
-  }
+  checkAwsSenderConfig('SQS sender', config);
 }
