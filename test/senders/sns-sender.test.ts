@@ -8,15 +8,7 @@
  * played back by a loopback server.
  */
 import { CreateTopicCommand, SNSClient, SubscribeCommand } from '@aws-sdk/client-sns';
-import {
-  CreateQueueCommand,
-  DeleteMessageBatchCommand,
-  GetQueueAttributesCommand,
-  type Message,
-  ReceiveMessageCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
-import { type FauxqsServer, startFauxqs } from 'fauxqs';
+import { CreateQueueCommand, GetQueueAttributesCommand, type Message } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
 import { isPermanentDeliveryError, isRetryableDeliveryError } from '../../src/core/errors.js';
@@ -31,31 +23,24 @@ import {
 import { useTestDatabase } from '../support/database.js';
 import { freshOutbox } from '../support/drain-fixtures.js';
 import { useDriver } from '../support/drivers.js';
+import { TEST_AWS_CREDENTIALS, TEST_AWS_REGION, useFauxqs } from '../support/fauxqs.js';
 import { type ReceivedRequest, startLoopbackServer } from '../support/loopback-http.js';
 import { openSignal, outboundMessage } from './outbound-message.js';
 
 const database = useTestDatabase();
-const CREDENTIALS = { accessKeyId: 'AKIDLOCALTEST', secretAccessKey: 'local-test-secret' };
-const REGION = 'us-east-1';
+const fauxqs = useFauxqs();
 /** The account fauxqs puts every topic in, and a topic ARN's for the played-back answers. */
 const ACCOUNT = '000000000000';
 const SNS_XMLNS = 'http://sns.amazonaws.com/doc/2010-03-31/';
 
-let server: FauxqsServer;
 let sns: SNSClient;
-let sqs: SQSClient;
 let topics = 0;
 
-beforeAll(async () => {
-  server = await startFauxqs({ port: 0, logger: false });
-  const client = { endpoint: server.address, region: REGION, credentials: CREDENTIALS };
-  sns = new SNSClient(client);
-  sqs = new SQSClient(client);
+beforeAll(() => {
+  sns = new SNSClient(fauxqs.client);
 });
-afterAll(async () => {
+afterAll(() => {
   sns?.destroy();
-  sqs?.destroy();
-  await server?.stop();
 });
 
 /**
@@ -72,13 +57,13 @@ async function newTopic(fifo = false): Promise<{ topicArn: string; queueUrl: str
       Attributes: fifo ? { FifoTopic: 'true' } : {},
     }),
   );
-  const { QueueUrl } = await sqs.send(
+  const { QueueUrl } = await fauxqs.sqs.send(
     new CreateQueueCommand({
       QueueName: `outbox-${topics}-subscriber${suffix}`,
       Attributes: fifo ? { FifoQueue: 'true' } : {},
     }),
   );
-  const { Attributes } = await sqs.send(
+  const { Attributes } = await fauxqs.sqs.send(
     new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }),
   );
   await sns.send(
@@ -95,37 +80,11 @@ async function newTopic(fifo = false): Promise<{ topicArn: string; queueUrl: str
 function senderFor(topicArn: string, overrides: Partial<SnsSenderConfig> = {}): BatchSender {
   return snsSender({
     topicArn,
-    region: REGION,
-    credentials: CREDENTIALS,
-    endpoint: server.address,
+    region: TEST_AWS_REGION,
+    credentials: TEST_AWS_CREDENTIALS,
+    endpoint: fauxqs.server.address,
     ...overrides,
   });
-}
-
-/** Every message on the queue, received and deleted until it comes back empty. */
-async function receiveAll(queueUrl: string): Promise<Message[]> {
-  const received: Message[] = [];
-  for (;;) {
-    const { Messages = [] } = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: queueUrl,
-        MaxNumberOfMessages: 10,
-        MessageAttributeNames: ['All'],
-        MessageSystemAttributeNames: ['MessageGroupId', 'MessageDeduplicationId'],
-      }),
-    );
-    if (Messages.length === 0) return received;
-    received.push(...Messages);
-    await sqs.send(
-      new DeleteMessageBatchCommand({
-        QueueUrl: queueUrl,
-        Entries: Messages.map((message, index) => ({
-          Id: String(index),
-          ReceiptHandle: message.ReceiptHandle!,
-        })),
-      }),
-    );
-  }
 }
 
 const keyOf = (message: Message) =>
@@ -144,7 +103,7 @@ describe('the SNS sender through drains, through node-pg', () => {
     const report = await drainOnce({ store, senders: { 'test.kind': senderFor(topicArn) } });
     expect(report).toMatchObject({ delivered: 1000, released: 0, retried: 0, dead: 0 });
     expect(report.sends).toBeLessThanOrEqual(110);
-    const received = await receiveAll(queueUrl);
+    const received = await fauxqs.receiveAll(queueUrl);
     expect(received.map(keyOf).sort()).toEqual([...keys].sort());
     const index = new Map(keys.map((key, at) => [key, at]));
     for (const message of received) {
@@ -165,7 +124,7 @@ describe('the SNS sender through drains, through node-pg', () => {
     const { topicArn, queueUrl } = await newTopic(true);
     const report = await drainOnce({ store, senders: { 'test.kind': senderFor(topicArn) } });
     expect(report).toMatchObject({ delivered: 1000, released: 0 });
-    const received = await receiveAll(queueUrl);
+    const received = await fauxqs.receiveAll(queueUrl);
     expect(received).toHaveLength(1000);
     for (const message of received) {
       const key = keyOf(message)!;
@@ -188,7 +147,7 @@ describe('the SNS sender through drains, through node-pg', () => {
       { kind: 'test.kind', payload: { n: 1 } },
       { kind: 'test.kind', payload: { n: 2 } },
     ]);
-    const missing = `arn:aws:sns:${REGION}:${ACCOUNT}:no-such-topic`;
+    const missing = `arn:aws:sns:${TEST_AWS_REGION}:${ACCOUNT}:no-such-topic`;
     const before = Date.now();
     const report = await drainOnce({ store, senders: { 'test.kind': senderFor(missing) } });
     expect(report).toMatchObject({ delivered: 0, retried: 2, sends: 1 });
@@ -215,9 +174,9 @@ describe('the SNS sender through drains, through node-pg', () => {
         Array.from({ length: 30 }, (_, index) => ({ kind: 'test.kind', payload: { index } })),
       );
       const sender = snsSender({
-        topicArn: `arn:aws:sns:${REGION}:${ACCOUNT}:orders`,
-        region: REGION,
-        credentials: CREDENTIALS,
+        topicArn: `arn:aws:sns:${TEST_AWS_REGION}:${ACCOUNT}:orders`,
+        region: TEST_AWS_REGION,
+        credentials: TEST_AWS_CREDENTIALS,
         endpoint: refusing.url,
       });
       const report = await drainOnce({ store, senders: { 'test.kind': sender } });
@@ -256,7 +215,7 @@ describe('the SNS sender called directly', () => {
     const results = await senderFor(topicArn).send(messages, openSignal(), context);
     expect(results.every((result) => result.delivered)).toBe(true);
     expect(spent).toEqual(['SNS PublishBatch for the rest of a batch over 256 KiB']);
-    const received = await receiveAll(queueUrl);
+    const received = await fauxqs.receiveAll(queueUrl);
     expect(received.map(keyOf).sort()).toEqual(messages.map((message) => message.key).sort());
   });
 
@@ -264,9 +223,9 @@ describe('the SNS sender called directly', () => {
     const playback = await startPlayback(() => ({ failed: [] }));
     try {
       const sender = snsSender({
-        topicArn: `arn:aws:sns:${REGION}:${ACCOUNT}:orders`,
-        region: REGION,
-        credentials: CREDENTIALS,
+        topicArn: `arn:aws:sns:${TEST_AWS_REGION}:${ACCOUNT}:orders`,
+        region: TEST_AWS_REGION,
+        credentials: TEST_AWS_CREDENTIALS,
         endpoint: playback.url,
       });
       const tooLong = outboundMessage('order.placed', { note: 'x'.repeat(256 * 1024) });
@@ -293,7 +252,7 @@ describe('the SNS sender called directly', () => {
       const [result] = await sender.send([{ ...message, attempt }], openSignal());
       expect(result?.delivered).toBe(true);
     }
-    expect((await receiveAll(queueUrl)).map(keyOf)).toEqual([message.key]);
+    expect((await fauxqs.receiveAll(queueUrl)).map(keyOf)).toEqual([message.key]);
   });
 
   it('groups an ordering key SNS would not take under its hash, the same key always the same group', async () => {
@@ -304,7 +263,7 @@ describe('the SNS sender called directly', () => {
     for (const message of messages) {
       expect((await sender.send([message], openSignal()))[0]?.delivered).toBe(true);
     }
-    const groups = (await receiveAll(queueUrl)).map(
+    const groups = (await fauxqs.receiveAll(queueUrl)).map(
       (message) => message.Attributes?.MessageGroupId,
     );
     expect(groups).toHaveLength(2);
@@ -326,9 +285,9 @@ describe('the SNS sender on SNS error answers', () => {
       });
       try {
         const sender = snsSender({
-          topicArn: `arn:aws:sns:${REGION}:${ACCOUNT}:orders`,
-          region: REGION,
-          credentials: CREDENTIALS,
+          topicArn: `arn:aws:sns:${TEST_AWS_REGION}:${ACCOUNT}:orders`,
+          region: TEST_AWS_REGION,
+          credentials: TEST_AWS_CREDENTIALS,
           endpoint: throttling.url,
         });
         const results = await sender.send(

@@ -4,15 +4,8 @@
  * over PostgreSQL: standard and FIFO queues, 1,000 messages each, a batch that SQS partly
  * refuses, and a whole call refused; and SQS's error answers played back by a loopback server.
  */
-import {
-  CreateQueueCommand,
-  DeleteMessageBatchCommand,
-  type Message,
-  ReceiveMessageCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
-import { type FauxqsServer, startFauxqs } from 'fauxqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CreateQueueCommand, type Message } from '@aws-sdk/client-sqs';
+import { describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
 import { isRetryableDeliveryError } from '../../src/core/errors.js';
 import type { BatchSender } from '../../src/core/sender.js';
@@ -26,30 +19,18 @@ import {
 import { useTestDatabase } from '../support/database.js';
 import { freshOutbox } from '../support/drain-fixtures.js';
 import { useDriver } from '../support/drivers.js';
+import { TEST_AWS_CREDENTIALS, TEST_AWS_REGION, useFauxqs } from '../support/fauxqs.js';
 import { startLoopbackServer } from '../support/loopback-http.js';
 import { openSignal, outboundMessage } from './outbound-message.js';
 
 const database = useTestDatabase();
-const CREDENTIALS = { accessKeyId: 'AKIDLOCALTEST', secretAccessKey: 'local-test-secret' };
-const REGION = 'us-east-1';
-
-let server: FauxqsServer;
-let sqs: SQSClient;
+const fauxqs = useFauxqs();
 let queues = 0;
-
-beforeAll(async () => {
-  server = await startFauxqs({ port: 0, logger: false });
-  sqs = new SQSClient({ endpoint: server.address, region: REGION, credentials: CREDENTIALS });
-});
-afterAll(async () => {
-  sqs?.destroy();
-  await server?.stop();
-});
 
 /** A new queue on the server; FIFO when `fifo`. */
 async function newQueue(fifo = false, attributes: Record<string, string> = {}): Promise<string> {
   queues += 1;
-  const { QueueUrl } = await sqs.send(
+  const { QueueUrl } = await fauxqs.sqs.send(
     new CreateQueueCommand({
       QueueName: `outbox-${queues}${fifo ? '.fifo' : ''}`,
       Attributes: fifo ? { FifoQueue: 'true', ...attributes } : attributes,
@@ -61,37 +42,11 @@ async function newQueue(fifo = false, attributes: Record<string, string> = {}): 
 function senderFor(queueUrl: string, overrides: Partial<SqsSenderConfig> = {}): BatchSender {
   return sqsSender({
     queueUrl,
-    region: REGION,
-    credentials: CREDENTIALS,
-    endpoint: server.address,
+    region: TEST_AWS_REGION,
+    credentials: TEST_AWS_CREDENTIALS,
+    endpoint: fauxqs.server.address,
     ...overrides,
   });
-}
-
-/** Every message on the queue, received and deleted until it comes back empty. */
-async function receiveAll(queueUrl: string): Promise<Message[]> {
-  const received: Message[] = [];
-  for (;;) {
-    const { Messages = [] } = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: queueUrl,
-        MaxNumberOfMessages: 10,
-        MessageAttributeNames: ['All'],
-        MessageSystemAttributeNames: ['MessageGroupId', 'MessageDeduplicationId'],
-      }),
-    );
-    if (Messages.length === 0) return received;
-    received.push(...Messages);
-    await sqs.send(
-      new DeleteMessageBatchCommand({
-        QueueUrl: queueUrl,
-        Entries: Messages.map((message, index) => ({
-          Id: String(index),
-          ReceiptHandle: message.ReceiptHandle!,
-        })),
-      }),
-    );
-  }
 }
 
 const keyOf = (message: Message) =>
@@ -110,7 +65,7 @@ describe('the SQS sender through drains, through node-pg', () => {
     const report = await drainOnce({ store, senders: { 'test.kind': senderFor(queueUrl) } });
     expect(report).toMatchObject({ delivered: 1000, released: 0, retried: 0, dead: 0 });
     expect(report.sends).toBeLessThanOrEqual(110);
-    const received = await receiveAll(queueUrl);
+    const received = await fauxqs.receiveAll(queueUrl);
     expect(received.map(keyOf).sort()).toEqual([...keys].sort());
     const index = new Map(keys.map((key, at) => [key, at]));
     for (const message of received) {
@@ -131,7 +86,7 @@ describe('the SQS sender through drains, through node-pg', () => {
     const queueUrl = await newQueue(true);
     const report = await drainOnce({ store, senders: { 'test.kind': senderFor(queueUrl) } });
     expect(report).toMatchObject({ delivered: 1000, released: 0 });
-    const received = await receiveAll(queueUrl);
+    const received = await fauxqs.receiveAll(queueUrl);
     expect(received).toHaveLength(1000);
     for (const message of received) {
       const key = keyOf(message)!;
@@ -160,7 +115,7 @@ describe('the SQS sender through drains, through node-pg', () => {
     const queueUrl = await newQueue(false, { MaximumMessageSize: '1024' });
     const report = await drainOnce({ store, senders: { 'test.kind': senderFor(queueUrl) } });
     expect(report).toMatchObject({ delivered: 24, dead: 6, retried: 0 });
-    const received = await receiveAll(queueUrl);
+    const received = await fauxqs.receiveAll(queueUrl);
     expect(received.map(keyOf).sort()).toEqual(keys.filter((_, index) => index % 5 !== 0).sort());
     const refused = await store.getByKey(keys[0]!);
     expect(refused).toMatchObject({ state: 'dead' });
@@ -173,7 +128,7 @@ describe('the SQS sender through drains, through node-pg', () => {
       { kind: 'test.kind', payload: { n: 1 } },
       { kind: 'test.kind', payload: { n: 2 } },
     ]);
-    const missing = `${new URL('/000000000000/no-such-queue', server.address)}`;
+    const missing = `${new URL('/000000000000/no-such-queue', fauxqs.server.address)}`;
     const before = Date.now();
     const report = await drainOnce({ store, senders: { 'test.kind': senderFor(missing) } });
     expect(report).toMatchObject({ delivered: 0, retried: 2, sends: 1 });
@@ -200,7 +155,7 @@ describe('the SQS sender called directly', () => {
     const results = await senderFor(queueUrl).send(messages, openSignal(), context);
     expect(results.every((result) => result.delivered)).toBe(true);
     expect(spent).toHaveLength(1);
-    const received = await receiveAll(queueUrl);
+    const received = await fauxqs.receiveAll(queueUrl);
     expect(received.map(keyOf).sort()).toEqual(messages.map((message) => message.key).sort());
   });
 
@@ -212,7 +167,7 @@ describe('the SQS sender called directly', () => {
       const [result] = await sender.send([{ ...message, attempt }], openSignal());
       expect(result?.delivered).toBe(true);
     }
-    expect((await receiveAll(queueUrl)).map(keyOf)).toEqual([message.key]);
+    expect((await fauxqs.receiveAll(queueUrl)).map(keyOf)).toEqual([message.key]);
   });
 });
 
@@ -230,8 +185,8 @@ describe('the SQS sender on SQS error answers', () => {
     try {
       const sender = sqsSender({
         queueUrl: `${throttling.url}/000000000000/orders`,
-        region: REGION,
-        credentials: CREDENTIALS,
+        region: TEST_AWS_REGION,
+        credentials: TEST_AWS_CREDENTIALS,
         endpoint: throttling.url,
       });
       const results = await sender.send(
