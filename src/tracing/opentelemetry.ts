@@ -29,6 +29,8 @@ export interface OpenTelemetryApiLike {
   context: { active(): any };
   // biome-ignore lint/suspicious/noExplicitAny: the api's Context, which we only pass along
   ROOT_CONTEXT: any;
+  /** A TraceState from a `tracestate` header's text (in `@opentelemetry/api` since 1.1). */
+  createTraceState(text: string): { serialize(): string };
   trace: {
     // biome-ignore lint/suspicious/noExplicitAny: the api's Context, which we only pass along
     getSpanContext(context: any): SpanContextLike | undefined;
@@ -96,9 +98,10 @@ export function traceContextOf(span: SpanContextLike): TraceContext {
  * - `outbox claim` and `outbox settle`, children of the run (`db.system.name` postgresql);
  * - `send KIND`, one per message (alone or its place in a batch call), a producer span: on the
  *   message's first attempt a child of the span it was enqueued under, so the request's trace
- *   runs on to the receiver; on a retry a trace of its own linked to that span; both linked to
- *   the run. A message enqueued under no trace is sent under the run. The receiver gets the send
- *   span's context (`traceparent`), so its span is a child of the send.
+ *   runs on to the receiver, its tracestate with it; on a retry a trace of its own linked to
+ *   that span; both linked to the run. A message enqueued under no trace is sent under the run.
+ *   The receiver gets the send span's context (`traceparent`, `tracestate`), so its span is a
+ *   child of the send.
  *
  * A span ends failed (status error, the exception recorded) when its statement or send failed.
  */
@@ -130,7 +133,7 @@ export function drainTracer(api: OpenTelemetryApiLike, tracer: TracerLike): Drai
             'db.operation.batch.size': outcomes,
           }),
         send(message) {
-          const enqueued = message.traceContext && spanContextOf(message.traceContext);
+          const enqueued = message.traceContext && spanContextOf(api, message.traceContext);
           const first = message.attempt === 1;
           const parent =
             enqueued === undefined
@@ -183,9 +186,18 @@ function ending(span: SpanLike): EndSpan {
   };
 }
 
-/** The span context a stored traceparent names (as the receiver of a request would read it). */
-function spanContextOf(trace: TraceContext): SpanContextLike | undefined {
+/**
+ * The span context a stored trace context names, its tracestate included, as the receiver of a
+ * request would read the two headers: a span started from it keeps the vendors' entries.
+ */
+function spanContextOf(
+  api: OpenTelemetryApiLike,
+  trace: TraceContext,
+): SpanContextLike | undefined {
   const [, traceId, spanId, flags] = trace.traceparent.split('-');
   if (traceId === undefined || spanId === undefined || flags === undefined) return undefined;
-  return { traceId, spanId, traceFlags: Number.parseInt(flags, 16) };
+  const spanContext = { traceId, spanId, traceFlags: Number.parseInt(flags, 16) };
+  return trace.tracestate === undefined
+    ? spanContext
+    : { ...spanContext, traceState: api.createTraceState(trace.tracestate) };
 }

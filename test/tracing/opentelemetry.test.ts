@@ -48,14 +48,15 @@ afterAll(async () => {
   await Promise.all([receiver?.close(), queues?.stop()]);
 });
 
-/** The span context a W3C traceparent names, as a receiver's propagator would read it. */
-function remoteParent(traceparent: string): api.Context {
+/** The span context W3C trace headers name, as a receiver's propagator would read them. */
+function remoteParent(traceparent: string, tracestate?: string): api.Context {
   const [, traceId, spanId, flags] = traceparent.split('-');
   return api.trace.setSpanContext(api.ROOT_CONTEXT, {
     traceId: traceId!,
     spanId: spanId!,
     traceFlags: Number.parseInt(flags!, 16),
     isRemote: true,
+    ...(tracestate === undefined ? {} : { traceState: api.createTraceState(tracestate) }),
   });
 }
 
@@ -174,14 +175,25 @@ describe("the drain's spans", () => {
     const db = pgExecutor(database.pool);
     const outbox = createOutbox({ schema: 'drain_spans', traceContext: activeTraceContext(api) });
     await outbox.migrate(db);
-    const { request, keys } = await tracer.startActiveSpan('POST /orders', async (span) => {
-      const written = await outbox.enqueue(db, [
-        { kind: 'webhook', payload: { url: `${flaky.url}/ok`, body: {} } },
-        { kind: 'webhook', payload: { url: `${flaky.url}/flaky`, body: {} } },
-      ]);
-      span.end();
-      return { request: span.spanContext(), keys: written };
-    });
+    // The request came in with vendors' tracestate entries, which its span keeps.
+    const tracestate = 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7';
+    const incoming = remoteParent(
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      tracestate,
+    );
+    const { request, keys } = await tracer.startActiveSpan(
+      'POST /orders',
+      {},
+      incoming,
+      async (span) => {
+        const written = await outbox.enqueue(db, [
+          { kind: 'webhook', payload: { url: `${flaky.url}/ok`, body: {} } },
+          { kind: 'webhook', payload: { url: `${flaky.url}/flaky`, body: {} } },
+        ]);
+        span.end();
+        return { request: span.spanContext(), keys: written };
+      },
+    );
     const store = outbox.store(db);
     const senders = {
       webhook: webhookSender({
@@ -233,6 +245,13 @@ describe("the drain's spans", () => {
     const delivered = flaky.requests.find((received) => received.url === '/ok')!;
     const sent = sendOf(keys[0]!, 1).spanContext();
     expect(delivered.headers.traceparent).toBe(traceContextOf(sent).traceparent);
+    // ... and the tracestate the message was enqueued under, every entry kept.
+    expect((await store.getByKey(keys[0]!))?.traceContext?.tracestate).toBe(tracestate);
+    expect(delivered.headers.tracestate).toBe(tracestate);
+    // The retry's trace is its own: the request's tracestate stays with the request's trace.
+    const [firstTry, retried] = flaky.requests.filter((received) => received.url === '/flaky');
+    expect(firstTry?.headers.tracestate).toBe(tracestate);
+    expect(retried?.headers.tracestate).toBeUndefined();
     tracer.startSpan('handle', {}, remoteParent(delivered.headers.traceparent!)).end();
     const handled = exporter.getFinishedSpans().find((span) => span.name === 'handle')!;
     expect(handled.spanContext().traceId).toBe(request.traceId);
