@@ -535,13 +535,25 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: 'src/store/due-claim.ts',
-        find: 'if (!full && keyedWaiting) result.partial = true;',
+        find: 'if (rows.length < request.limit && keyedWaiting) result.partial = true;',
         replace: '',
       },
     ],
     tests: [
       keylessTest('a drain delivers a keyed message enqueued after a full claim it could not send'),
     ],
+  },
+  {
+    name: 'an empty claim that left keyed rows out is taken for one that says none waits',
+    row: 20,
+    edits: [
+      {
+        file: 'src/store/due-claim.ts',
+        find: 'const keyedWaiting = answer[0]?.keyed_waiting !== false;',
+        replace: 'const keyedWaiting = rows[0]?.keyed_waiting === true;',
+      },
+    ],
+    tests: [keylessTest('an empty claim that left keyed rows out says whether one waits')],
   },
   {
     name: 'a settle write takes every waiting outcome, whatever its size',

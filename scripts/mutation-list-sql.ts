@@ -433,7 +433,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_STATEMENTS,
-        find: 'EXISTS (${anyKey}) AS keyed_waiting',
+        find: 'EXISTS (${firstKeyStatement(messages)}) AS keyed_waiting',
         replace: 'false AS keyed_waiting',
       },
     ],

@@ -179,7 +179,7 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
   const taken = probing
     ? 'SELECT id FROM due UNION ALL SELECT id FROM probe WHERE id IS NOT NULL'
     : 'SELECT id FROM due';
-  return `
+  const ctes = `
   WITH RECURSIVE claim_now AS MATERIALIZED (SELECT $1::timestamptz AS now, $5::text[] AS kinds,
     -- Whether any destination has failures or a pause: with none, no row the scan meets looks
     -- its destination up (destinations_watched holds only those rows).
@@ -190,7 +190,8 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
   -- update's rows go straight to the client.
   counted AS (
     ${countOutcomes(quotedSchema, `(SELECT kind, 'dead' AS outcome FROM due WHERE exhausted${probing ? " UNION ALL SELECT kind, 'dead' FROM probe WHERE exhausted" : ''})`, '$1')}
-  )
+  )`;
+  const update = `
   UPDATE ${messages} m SET
     state = CASE WHEN m.attempts >= m.max_attempts THEN 'dead' ELSE 'claimed' END,
     attempts = least(m.attempts + 1, m.max_attempts),
@@ -223,7 +224,15 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
         ? `,
     m.id = ANY(ARRAY(SELECT id FROM probe WHERE id IS NOT NULL)) AS probe`
         : ''
-    }${target === 'keys' ? '' : dueClaimFlags(messages, target.limit, runsGoOn)}`;
+    }${target === 'keys' || runsGoOn === undefined ? '' : keyedClaimFlags(target.limit, runsGoOn, messages)}`;
+  if (target === 'keys' || target.keyed !== false) return `${ctes}${update}`;
+  // Unkeyed: one row even when the update took none (all its columns null but the flag), so an
+  // empty claim still says whether a keyed message waits, and a drain with nothing due makes
+  // one claim without planning the walk of the keys (see DueClaims, due-claim.ts).
+  return `${ctes},
+  claimed AS (${update})
+  SELECT c.*, EXISTS (${firstKeyStatement(messages)}) AS keyed_waiting
+  FROM (VALUES (true)) one(x) LEFT JOIN claimed c ON true`;
 }
 
 /**
@@ -282,26 +291,20 @@ function keyedRuns(
 }
 
 /**
- * What a due claim's rows say beside themselves, alike on every row. A keyed claim: walk_key,
- * where the next walk starts; continued, each run that continues a held run as its first row's
- * id and the held run's last row's, `first last`, comma separated (text, as every driver reads
- * it alike); caught_up (see caughtUp);
- * keyless, no message with an ordering key is unfinished, so the next claims may leave keyed
- * rows out. An unkeyed claim: keyed_waiting, one is unfinished now, so the next claim must walk
- * the keys again.
+ * What a keyed due claim's rows say beside themselves, alike on every row: walk_key, where the
+ * next walk starts; continued, each run that continues a held run as its first row's id and the
+ * held run's last row's, `first last`, comma separated (text, as every driver reads it alike);
+ * caught_up (see caughtUp); keyless, no message with an ordering key is unfinished, so the next
+ * claims may leave keyed rows out. (An unkeyed claim says keyed_waiting instead: one is.)
  */
-function dueClaimFlags(messages: string, limit: number, runsGoOn: string | undefined): string {
-  const anyKey = firstKeyStatement(messages);
-  return runsGoOn !== undefined
-    ? `,
+function keyedClaimFlags(limit: number, runsGoOn: string, messages: string): string {
+  return `,
     (SELECT c.k FROM chosen c WHERE c.id = ANY(ARRAY(SELECT id FROM locked_runs))
       ORDER BY c.step DESC LIMIT 1) AS walk_key,
     (SELECT string_agg(c.id || ' ' || c.behind, ',') FROM chosen c
       WHERE c.behind IS NOT NULL AND c.id = ANY(ARRAY(SELECT id FROM locked_runs))) AS continued,
     ${caughtUp(limit, runsGoOn)} AS caught_up,
-    NOT EXISTS (${anyKey}) AS keyless`
-    : `,
-    EXISTS (${anyKey}) AS keyed_waiting`;
+    NOT EXISTS (${firstKeyStatement(messages)}) AS keyless`;
 }
 
 /**

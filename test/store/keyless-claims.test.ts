@@ -1,9 +1,9 @@
 /**
  * While no message with an ordering key is unfinished, due claims leave the walk of the keys out
- * (src/store/due-claim.ts): each says whether a keyed message is unfinished now, the claim after
- * one that does walks the keys again, and a short claim that could have missed one is partial,
- * so the drain claims again instead of stopping. The statement is the same over every driver;
- * these run over node-pg.
+ * (src/store/due-claim.ts), a store's first claim too: each says whether a keyed message is
+ * unfinished now (an empty one too), the claim after one that does walks the keys again, and a
+ * short claim that left one out is partial, so the drain claims again instead of stopping. The
+ * statement is the same over every driver; these run over node-pg.
  */
 import { describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
@@ -43,7 +43,7 @@ describe('claims while no ordering key is unfinished', () => {
     await enqueueUnkeyed(outbox, driver, 30);
     const keysOf = async () =>
       (await store.claim(claimRequest({ limit: 10 }))).claimed.map((m) => m.orderingKey);
-    // The first claim walks the keys and finds none.
+    // The first claim leaves keyed rows out, and finds none waiting.
     expect(await keysOf()).toEqual(Array(10).fill(null));
     // Due first, but the next claim leaves keyed rows out; it says one waits now.
     await enqueueKeyedEarly(outbox, driver);
@@ -52,27 +52,20 @@ describe('claims while no ordering key is unfinished', () => {
     expect(await keysOf()).toEqual(['order-1', ...Array(9).fill(null)]);
   });
 
-  it('a claim that left keyed rows out and came back short is partial only when one may wait', async () => {
+  it('a claim that left keyed rows out and came back short is partial only when one waits', async () => {
     const { outbox, store } = await freshOutbox(driver);
     const claim = async () => {
       const result = await store.claim(claimRequest({ limit: 10 }));
       return [result.claimed.length, result.partial];
     };
-    // A short claim walks the keys, and so does the claim after it: a drain of a few messages
-    // makes the claims it always made.
+    // Short, or empty, with no keyed message anywhere: nothing more was due.
     await enqueueUnkeyed(outbox, driver, 5);
     expect(await claim()).toEqual([5, undefined]);
-    // Full and keyless: the next leaves keyed rows out; short with no keyed message anywhere,
-    // nothing more was due.
+    expect(await claim()).toEqual([0, undefined]);
     await enqueueUnkeyed(outbox, driver, 12);
     expect(await claim()).toEqual([10, undefined]);
     expect(await claim()).toEqual([2, undefined]);
-    // Empty after a full claim, having left keyed rows out: it cannot tell, so it is partial.
-    await enqueueUnkeyed(outbox, driver, 10);
-    expect(await claim()).toEqual([10, undefined]);
-    expect(await claim()).toEqual([0, true]);
-    expect(await claim()).toEqual([0, undefined]);
-    // Short while a keyed message waits: partial, and the next claim takes it.
+    // Short while a keyed message waits: partial, and the next claim walks the keys and takes it.
     await enqueueUnkeyed(outbox, driver, 10);
     expect(await claim()).toEqual([10, undefined]);
     await enqueueUnkeyed(outbox, driver, 2);
@@ -80,6 +73,32 @@ describe('claims while no ordering key is unfinished', () => {
     expect(await claim()).toEqual([2, true]);
     const last = await store.claim(claimRequest({ limit: 10 }));
     expect([last.claimed.map((m) => m.key), last.partial]).toEqual([[key], undefined]);
+  });
+
+  it('an empty claim that left keyed rows out says whether one waits', async () => {
+    const { outbox } = await freshOutbox(driver);
+    const key = await enqueueKeyedEarly(outbox, driver);
+    // A store's first claim leaves keyed rows out: it takes nothing, and is partial.
+    const store = outbox.store(driver.db);
+    const first = await store.claim(claimRequest({ limit: 10 }));
+    expect([first.claimed.length, first.partial]).toEqual([0, true]);
+    const second = await store.claim(claimRequest({ limit: 10 }));
+    expect([second.claimed.map((m) => m.key), second.partial]).toEqual([[key], undefined]);
+  });
+
+  it('a drain with nothing due makes one claim, without the walk of the keys', async () => {
+    const { outbox } = await freshOutbox(driver);
+    const texts: string[] = [];
+    const store = outbox.store({
+      query: (text, params) => {
+        texts.push(text);
+        return driver.db.query(text, params);
+      },
+    });
+    const report = await drainOnce({ store, senders: { 'test.kind': recordingSender().send } });
+    expect([report.batches, report.roundTrips, report.stopReason]).toEqual([1, 1, 'empty']);
+    // The walk is the recursive CTE claim-walk.ts names walk.
+    expect(texts.map((text) => /\bwalk\(step/.test(text))).toEqual([false]);
   });
 
   it('a drain delivers a keyed message enqueued after a full claim it could not send', async () => {

@@ -5,7 +5,13 @@ import type { ClaimedMessage } from '../../src/core/outbox-store.js';
 import { delivered } from '../../src/core/settlement.js';
 import type { NewMessage } from '../../src/index.js';
 import { useTestDatabase } from '../support/database.js';
-import { claimRequest, freshOutbox, recordingSender, sleep } from '../support/drain-fixtures.js';
+import {
+  claimRequest,
+  freshOutbox,
+  recordingSender,
+  sleep,
+  walkKeysNext,
+} from '../support/drain-fixtures.js';
 import { DRIVER_NAMES, useDriver } from '../support/drivers.js';
 
 const database = useTestDatabase();
@@ -41,6 +47,7 @@ describe('the claim of ordering keys as runs', () => {
   it("takes each key's head and the rows right behind it, a share per key before any key's second", async () => {
     const { outbox, store } = await freshOutbox(driver);
     const keys = await outbox.enqueue(driver.db, keyed(4, 10));
+    await walkKeysNext(store);
     const result = await store.claim(claimRequest({ limit: 12, keyShare: 3 }));
     expect([...rowsPerKey(result.claimed).values()]).toEqual([3, 3, 3, 3]);
     // A key's rows are its first, in id order, queued one after another in turns.
@@ -57,10 +64,12 @@ describe('the claim of ordering keys as runs', () => {
   it('lets one key alone fill the claim, and more of every key once each has had its share', async () => {
     const { outbox, store } = await freshOutbox(driver);
     await outbox.enqueue(driver.db, keyed(1, 50, 'one'));
+    await walkKeysNext(store);
     const alone = await store.claim(claimRequest({ limit: 40, keyShare: 4 }));
     expect(alone.claimed).toHaveLength(40);
     const { outbox: second, store: secondStore } = await freshOutbox(driver);
     await second.enqueue(driver.db, keyed(3, 20));
+    await walkKeysNext(secondStore);
     // Shares of 4 in turns: 4 each, 4 each again, then the last 6 to the keys in walk order.
     const few = await secondStore.claim(claimRequest({ limit: 30, keyShare: 4 }));
     expect([...rowsPerKey(few.claimed).values()]).toEqual([12, 10, 8]);
@@ -73,6 +82,7 @@ describe('the claim of ordering keys as runs', () => {
       driver.db,
       Array.from({ length: 30 }, (_, index) => ({ kind: 'test.kind', payload: { index } })),
     );
+    await walkKeysNext(store);
     const result = await store.claim(claimRequest({ limit: 40, keyShare: 5 }));
     expect(Object.fromEntries(rowsPerKey(result.claimed))).toEqual({ null: 30, 'deep-0': 10 });
     // The unkeyed rows' cursor is the last of them; keyed rows do not move it.
@@ -90,6 +100,7 @@ describe('the claim of ordering keys as runs', () => {
       await client.query(
         `SELECT id FROM ${schema}.messages WHERE ordering_key = 'key-0' ORDER BY id LIMIT 1 FOR UPDATE`,
       );
+      await walkKeysNext(store);
       const result = await store.claim(claimRequest({ limit: 10, keyShare: 5 }));
       expect(Object.fromEntries(rowsPerKey(result.claimed))).toEqual({ 'key-1': 5 });
     } finally {
@@ -124,6 +135,7 @@ describe('the claim of ordering keys as runs', () => {
       `UPDATE ${schema}.messages SET kind = 'other.kind'
        WHERE id = (SELECT max(id) FROM ${schema}.messages WHERE ordering_key = 'c')`,
     );
+    await walkKeysNext(store);
     const result = await store.claim(claimRequest({ now, limit: 20, keyShare: 20 }));
     expect(result.claimed.map((message) => message.key)).toEqual([a1, b1, c1, a2]);
     expect(result.exhausted.map((message) => message.key)).toEqual([b2]);
@@ -138,6 +150,7 @@ describe('the claim of ordering keys as runs', () => {
       { kind: 'test.kind', payload: {}, orderingKey: 'b' },
       { kind: 'test.kind', payload: {}, orderingKey: 'b' },
     ]);
+    await walkKeysNext(store);
     // a2 is not due: a's run is a1 alone, and b's two rows fill the claim.
     const result = await store.claim(claimRequest({ limit: 3, keyShare: 3 }));
     expect(result.claimed.map((message) => message.key)).toEqual([a1, b1, b2]);
@@ -150,6 +163,7 @@ describe('the claim of ordering keys as runs', () => {
       { kind: 'test.kind', payload: {}, orderingKey: 'a' },
       ...keyed(1, 3, 'b'),
     ]);
+    await walkKeysNext(store);
     const result = await store.claim(claimRequest({ limit: 4, keyShare: 3 }));
     expect(result.claimed.map((message) => message.key)).toEqual(keys);
   });
@@ -166,6 +180,7 @@ describe('the claim of ordering keys as runs', () => {
   it('starts its walk after the key it is given, and comes round to the first keys last', async () => {
     const { outbox, store } = await freshOutbox(driver);
     await outbox.enqueue(driver.db, keyed(6, 2));
+    await walkKeysNext(store);
     const first = await store.claim(claimRequest({ limit: 4, keyShare: 2 }));
     expect([...rowsPerKey(first.claimed).keys()]).toEqual(['key-0', 'key-1']);
     expect(first.keysWalked).toBe('key-1');
@@ -182,16 +197,19 @@ describe('the claim of ordering keys as runs', () => {
   it('says it caught up only when every key was visited, every run taken to its end and every due unkeyed row', async () => {
     const { outbox, store } = await freshOutbox(driver);
     await outbox.enqueue(driver.db, keyed(2, 5));
+    await walkKeysNext(store);
     // Two keys fill the claim with all they have, and no third key lies beyond them.
     const both = await store.claim(claimRequest({ limit: 10, keyShare: 5 }));
     expect([both.claimed.length, both.caughtUp]).toEqual([10, true]);
     // Runs that go on behind what the claim took: a claim continuing them would find more.
     const { outbox: deep, store: deepStore } = await freshOutbox(driver);
     await deep.enqueue(driver.db, keyed(2, 20));
+    await walkKeysNext(deepStore);
     const deeper = await deepStore.claim(claimRequest({ limit: 10, keyShare: 5 }));
     expect([deeper.claimed.length, deeper.caughtUp]).toEqual([10, undefined]);
     const { outbox: more, store: moreStore } = await freshOutbox(driver);
     await more.enqueue(driver.db, keyed(3, 20));
+    await walkKeysNext(moreStore);
     const third = await moreStore.claim(claimRequest({ limit: 10, keyShare: 5 }));
     expect(third.claimed).toHaveLength(10);
     expect(third.caughtUp).toBeUndefined();
@@ -225,6 +243,7 @@ describe('the claim of ordering keys as runs', () => {
     // key-0's one message is dead: with dead heads not blocking, key-0 has nothing in its order,
     // and the walk must still go on to key-1.
     await setFirstDead(schema);
+    await walkKeysNext(store);
     const claim = await store.claim(claimRequest({ limit: 10, deadHeadBlocks: false }));
     expect(claim.claimed.map((message) => message.key)).toEqual([next]);
   });

@@ -150,6 +150,19 @@ export function claimRequest(overrides: Partial<ClaimRequest> = {}): ClaimReques
   };
 }
 
+/**
+ * Readies `store` so that its next due claim walks the ordering keys, as a drain's next claim
+ * does once one has said a keyed message waits: a store's first claim leaves keyed rows out
+ * (src/store/due-claim.ts). This claim asks for no kind, so it takes nothing. Call it once the
+ * keyed messages are enqueued.
+ */
+export async function walkKeysNext(store: OutboxStore): Promise<void> {
+  const { claimed, partial } = await store.claim(claimRequest({ kinds: [] }));
+  if (claimed.length > 0 || partial !== true) {
+    throw new Error('walkKeysNext: no message with an ordering key is unfinished');
+  }
+}
+
 /** How many claims a store has had on the wire at once. */
 export interface ClaimsSeen {
   onWire: number;
