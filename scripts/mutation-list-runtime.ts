@@ -535,7 +535,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: 'src/store/due-claim.ts',
-        find: 'if (rows.length < request.limit && keyedWaiting) result.partial = true;',
+        find: 'if (!walked && rows.length < request.limit && keyedWaiting) result.partial = true;',
         replace: '',
       },
     ],
@@ -549,8 +549,8 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: 'src/store/due-claim.ts',
-        find: 'const keyedWaiting = answer[0]?.keyed_waiting !== false;',
-        replace: 'const keyedWaiting = rows[0]?.keyed_waiting === true;',
+        find: ': flags?.keyed_waiting !== false;',
+        replace: ': rows[0]?.keyed_waiting === true;',
       },
     ],
     tests: [keylessTest('an empty claim that left keyed rows out says whether one waits')],

@@ -224,14 +224,18 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
         ? `,
     m.id = ANY(ARRAY(SELECT id FROM probe WHERE id IS NOT NULL)) AS probe`
         : ''
-    }${target === 'keys' || runsGoOn === undefined ? '' : keyedClaimFlags(target.limit, runsGoOn, messages)}`;
-  if (target === 'keys' || target.keyed !== false) return `${ctes}${update}`;
-  // Unkeyed: one row even when the update took none (all its columns null but the flag), so an
-  // empty claim still says whether a keyed message waits, and a drain with nothing due makes
-  // one claim without planning the walk of the keys (see DueClaims, due-claim.ts).
+    }`;
+  if (target === 'keys') return `${ctes}${update}`;
+  // A due claim comes back with one row even when the update took none (its columns null but
+  // the flags), so an empty claim still says whether a keyed message waits (see DueClaims,
+  // due-claim.ts).
+  const flags =
+    runsGoOn === undefined
+      ? `EXISTS (${firstKeyStatement(messages)}) AS keyed_waiting`
+      : keyedClaimFlags(target.limit, runsGoOn, messages);
   return `${ctes},
   claimed AS (${update})
-  SELECT c.*, EXISTS (${firstKeyStatement(messages)}) AS keyed_waiting
+  SELECT c.*, ${flags}
   FROM (VALUES (true)) one(x) LEFT JOIN claimed c ON true`;
 }
 
@@ -291,14 +295,14 @@ function keyedRuns(
 }
 
 /**
- * What a keyed due claim's rows say beside themselves, alike on every row: walk_key, where the
- * next walk starts; continued, each run that continues a held run as its first row's id and the
- * held run's last row's, `first last`, comma separated (text, as every driver reads it alike);
+ * What a keyed due claim says beside its rows (on every row alike): walk_key, where the next
+ * walk starts; continued, each run that continues a held run as its first row's id and the held
+ * run's last row's, `first last`, comma separated (text, as every driver reads it alike);
  * caught_up (see caughtUp); keyless, no message with an ordering key is unfinished, so the next
  * claims may leave keyed rows out. (An unkeyed claim says keyed_waiting instead: one is.)
  */
 function keyedClaimFlags(limit: number, runsGoOn: string, messages: string): string {
-  return `,
+  return `
     (SELECT c.k FROM chosen c WHERE c.id = ANY(ARRAY(SELECT id FROM locked_runs))
       ORDER BY c.step DESC LIMIT 1) AS walk_key,
     (SELECT string_agg(c.id || ' ' || c.behind, ',') FROM chosen c

@@ -4,54 +4,62 @@
  *
  * The keyed half is most of the claim statement's plan, and PostgreSQL starts every node of a
  * plan on every run, walked or not: a claim of 100 rows with no key anywhere cost 1.1 ms more
- * server CPU with it than without (about 11 µs a message, docs/benchmarks.md, scenario 1). Its
- * planning costs more again: about 2 ms against 0.4 for the claim without it, paid on every
- * claim over Neon's HTTP driver and on the first claims of every new connection, so on every
- * idle cron tick. So a store's first claim leaves keyed rows out, and says whether one is
- * unfinished (`keyed_waiting`; the unkeyed claim returns one row of nulls when it took none, so
- * an empty claim says it too). The claim after one that says so walks the keys, and one that
- * came back short while a keyed row waits is `partial`: the drain claims again at once instead
- * of taking it for the end of what was due. A keyed claim in turn says whether any key is
- * unfinished (`keyless`); after a full one that found none, the claims leave keyed rows out
- * again.
+ * server CPU with it than without (about 11 µs a message, docs/benchmarks.md, scenario 1).
+ * Planning it costs more again, and a claim is planned on every run over Neon's HTTP driver and
+ * on the first runs over each new connection: on a new connection, 5.6 to 6.2 ms against 2.0 to
+ * 2.1 for the claim without it ("Idle ticks", docs/benchmarks.md).
+ *
+ * So every due claim says whether the next needs the walk: a keyed claim whether no message with
+ * an ordering key is unfinished (`keyless`), an unkeyed one whether one is (`keyed_waiting`).
+ * Both come back with one row of nulls beside the flags when they take nothing, so an empty claim
+ * says it too. The claim after one that says a keyed message waits walks the keys; an unkeyed
+ * claim that came back short while one waits is `partial`, and the drain claims again at once
+ * instead of taking it for the end of what was due.
+ *
+ * A store's first claim goes by what the last claim over its schema in this process said (none
+ * yet: without the walk). A cron invocation builds a store per tick, so an idle outbox's tick
+ * makes one claim without the walk, and an outbox whose keyed messages wait for days (in backoff,
+ * or dead and kept) walks at once instead of paying a claim without it first on every tick.
  */
 
 import type { ClaimRequest, ClaimResult } from '../core/outbox-store.js';
 import { type DueClaimShape, dueClaimParameters, dueClaimShape } from './due-claim-shape.js';
 import { type ClaimedRow, claimResultFromRows } from './message-rows.js';
 
+/**
+ * Whether the last due claim over each schema (by name) said a keyed message waits: where a
+ * store's first claim starts. Past this many schemas, the kept ones are forgotten.
+ */
+const keyedWaitingBySchema = new Map<string, boolean>();
+const SCHEMAS_KEPT = 64;
+
 export class DueClaims {
-  /**
-   * No message with an ordering key was unfinished as of the last claim (or none has been made):
-   * the next claim leaves keyed rows out.
-   */
-  private keyless = true;
+  /** The next claim leaves keyed rows out: no message with an ordering key was unfinished. */
+  private keyless: boolean;
 
   constructor(
+    private readonly schema: string,
     private readonly texts: (shape: DueClaimShape) => string,
     private readonly run: (text: string, params: unknown[]) => Promise<readonly ClaimedRow[]>,
-  ) {}
+  ) {
+    this.keyless = keyedWaitingBySchema.get(schema) !== true;
+  }
 
   /** `shared`: the claim's first five parameters (see claimStatement). */
   async claim(request: ClaimRequest, shared: readonly unknown[]): Promise<ClaimResult> {
-    const shape = dueClaimShape(request);
-    if (!this.keyless) {
-      const rows = await this.run(this.texts(shape), dueClaimParameters(request, shared, shape));
-      this.keyless = rows.length >= request.limit && rows[0]!.keyless === true;
-      return claimResultFromRows(rows, request.claimToken);
-    }
-    const unkeyed: DueClaimShape = { ...shape, keyed: false };
-    const answer = await this.run(
-      this.texts(unkeyed),
-      dueClaimParameters(request, shared, unkeyed),
-    );
-    // One row of nulls but the flag when the claim took none.
-    const rows = answer[0]?.id == null ? [] : answer;
-    // No row at all (which the statement does not return) could not say: take it that one waits.
-    const keyedWaiting = answer[0]?.keyed_waiting !== false;
+    const walked = !this.keyless;
+    const shape: DueClaimShape = { ...dueClaimShape(request), keyed: walked };
+    const answer = await this.run(this.texts(shape), dueClaimParameters(request, shared, shape));
+    // One row of nulls beside the flags when the claim took none. No row at all (which the
+    // statement does not return) could not say: take it that a keyed message waits.
+    const flags = answer[0];
+    const rows = flags?.id == null ? [] : answer;
+    const keyedWaiting = walked ? flags?.keyless !== true : flags?.keyed_waiting !== false;
     this.keyless = !keyedWaiting;
+    if (keyedWaitingBySchema.size >= SCHEMAS_KEPT) keyedWaitingBySchema.clear();
+    keyedWaitingBySchema.set(this.schema, keyedWaiting);
     const result = claimResultFromRows(rows, request.claimToken);
-    if (rows.length < request.limit && keyedWaiting) result.partial = true;
+    if (!walked && rows.length < request.limit && keyedWaiting) result.partial = true;
     return result;
   }
 }

@@ -94,6 +94,7 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
       keepDelivered: this.keepDelivered,
     });
     this.dueClaims = new DueClaims(
+      this.schema,
       this.sql.claimDueMessages,
       async (text, params) => (await this.rowsOf<ClaimedRow>(text, params)).rows,
     );

@@ -10,7 +10,12 @@ import { drainOnce } from '../../src/core/drain.js';
 import type { OutboxStore } from '../../src/core/outbox-store.js';
 import type { Outbox } from '../../src/outbox.js';
 import { useTestDatabase } from '../support/database.js';
-import { claimRequest, freshOutbox, recordingSender } from '../support/drain-fixtures.js';
+import {
+  claimRequest,
+  freshOutbox,
+  recordingSender,
+  walkKeysNext,
+} from '../support/drain-fixtures.js';
 import { type Driver, useDriver } from '../support/drivers.js';
 
 const database = useTestDatabase();
@@ -84,6 +89,47 @@ describe('claims while no ordering key is unfinished', () => {
     expect([first.claimed.length, first.partial]).toEqual([0, true]);
     const second = await store.claim(claimRequest({ limit: 10 }));
     expect([second.claimed.map((m) => m.key), second.partial]).toEqual([[key], undefined]);
+  });
+
+  it('a keyed claim that finds no keyed message unfinished says so, and the claims after it leave the walk out', async () => {
+    const { outbox, schema } = await freshOutbox(driver);
+    const texts: string[] = [];
+    const store = outbox.store({
+      query: (text, params) => {
+        texts.push(text);
+        return driver.db.query(text, params);
+      },
+    });
+    const key = await enqueueKeyedEarly(outbox, driver);
+    await walkKeysNext(store);
+    expect((await store.claim(claimRequest({ limit: 10 }))).claimed.map((m) => m.key)).toEqual([
+      key,
+    ]);
+    // Out on its lease, it is unfinished: the next claim walks again, and takes nothing.
+    expect((await store.claim(claimRequest({ limit: 10 }))).claimed).toEqual([]);
+    // Its delivery takes it out of messages, as a settle does.
+    await database.pool.query(`DELETE FROM ${schema}.messages`);
+    // Empty, the walk says no keyed message is unfinished: the claim after it leaves the walk out.
+    expect((await store.claim(claimRequest({ limit: 10 }))).claimed).toEqual([]);
+    await store.claim(claimRequest({ limit: 10 }));
+    expect(texts.map((text) => /\bwalk\(step/.test(text))).toEqual([
+      false,
+      true,
+      true,
+      true,
+      false,
+    ]);
+  });
+
+  it('a new store starts from what the last claim over its schema said', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    const key = await enqueueKeyedEarly(outbox, driver);
+    // No claim over the schema yet: the first leaves keyed rows out, and says one waits.
+    expect((await store.claim(claimRequest({ limit: 10 }))).partial).toBe(true);
+    // A store built after it (as a cron invocation builds one per tick) walks at once.
+    const next = outbox.store(driver.db);
+    const first = await next.claim(claimRequest({ limit: 10 }));
+    expect([first.claimed.map((m) => m.key), first.partial]).toEqual([[key], undefined]);
   });
 
   it('a drain with nothing due makes one claim, without the walk of the keys', async () => {
