@@ -639,7 +639,6 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: SETTLE_STATEMENT,
-        // biome-ignore lint/suspicious/noTemplateCurlyInString: the source text, placeholder and all
         find: "attempt_log = ${appendedAttemptLog('$8::timestamptz')}",
         replace: 'attempt_log = m.attempt_log',
       },
