@@ -8,6 +8,7 @@
  *
  *   npm run bench:statements                               the default cases
  *   BENCH_CASES=10x5000,1000x5000 npm run bench:statements  keys x messages (0 keys: none)
+ *   BENCH_CASES=idle,idle-keyed npm run bench:statements    idle cron ticks (see measureIdle)
  *
  * Timings move by a fifth from run to run on a shared machine; counts (calls, plans, rows per
  * claim) do not.
@@ -26,21 +27,34 @@ import { THROUGHPUT_BATCH, THROUGHPUT_CONCURRENCY } from './scenarios/no-op-drai
 import { BENCH_KIND, benchOutbox } from './systems/outbox-relay.js';
 import { benchPayload, ENQUEUE_CHUNK, orderingKeyOf } from './systems/types.js';
 
-/** Scenario 1's backlog without keys, and scenario 11's cases. */
-const DEFAULT_CASES = '0x5000,10x5000,1x5000,1000x5000,10x50000';
+/** Scenario 1's backlog without keys, scenario 11's cases, and idle ticks. */
+const DEFAULT_CASES = '0x5000,10x5000,1x5000,1000x5000,10x50000,idle,idle-keyed';
 /** The statements listed per case, most server time first. */
 const STATEMENTS_SHOWN = 6;
+/** Idle ticks timed per idle case, after a few untimed ones (the server's own caches warm). */
+const IDLE_TICKS = 200;
+const IDLE_WARM_TICKS = 20;
+/** Messages an idle case holds, due in an hour: a tick finds nothing due. */
+const IDLE_HELD = 100;
+const IDLE_KEYS = 10;
 
-interface Case {
-  keys: number;
-  messages: number;
-}
+type Case =
+  /** A drain of a backlog of `messages` over `keys` ordering keys (0: none). */
+  | { idle: false; keys: number; messages: number }
+  /** Cron ticks with nothing due, the messages held keyed or not. */
+  | { idle: true; keyed: boolean };
 
 function readCases(text: string): Case[] {
   return text.split(',').map((each) => {
-    const match = /^(\d+)x(\d+)$/.exec(each.trim());
-    if (!match) throw new Error(`BENCH_CASES: "${each}" is not keys x messages, e.g. 10x5000`);
-    return { keys: Number(match[1]), messages: Number(match[2]) };
+    const name = each.trim();
+    if (name === 'idle' || name === 'idle-keyed') return { idle: true, keyed: name !== 'idle' };
+    const match = /^(\d+)x(\d+)$/.exec(name);
+    if (!match) {
+      throw new Error(
+        `BENCH_CASES: "${each}" is not keys x messages (e.g. 10x5000), idle or idle-keyed`,
+      );
+    }
+    return { idle: false, keys: Number(match[1]), messages: Number(match[2]) };
   });
 }
 
@@ -68,26 +82,25 @@ const admin = new pg.Pool({ connectionString: server.url, max: 2 });
 try {
   await admin.query('CREATE EXTENSION pg_stat_statements');
   const meter = await serverCostMeter(admin);
-  for (const each of cases) await measure(each, meter);
+  for (const each of cases) {
+    if (each.idle) await measureIdle(each.keyed, meter);
+    else await measure(each, meter);
+  }
 } finally {
   await admin.end();
   await stop();
 }
 
-async function measure(
-  { keys, messages }: Case,
-  meter: Awaited<ReturnType<typeof serverCostMeter>>,
-) {
+type Meter = Awaited<ReturnType<typeof serverCostMeter>>;
+
+async function measure({ keys, messages }: { keys: number; messages: number }, meter: Meter) {
   const label = `${messages.toLocaleString('en-US')} messages over ${
     keys === 0 ? 'no' : keys.toLocaleString('en-US')
   } ordering key${keys === 1 ? '' : 's'}`;
   progress(`${label}: enqueueing`);
-  await admin.query('DROP DATABASE IF EXISTS statements WITH (FORCE)');
-  await admin.query('CREATE DATABASE statements');
-  const url = new URL(server.url);
-  url.pathname = '/statements';
+  const url = await freshDatabase();
   // As the bench opens outbox-relay: a pool of 10 through pgExecutor.
-  const pool = new pg.Pool({ connectionString: url.toString(), max: 10 });
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
   pool.on('error', () => {});
   try {
     const outbox = benchOutbox();
@@ -137,26 +150,101 @@ async function measure(
       } and WAL ${Math.round(cost.walBytes / report.delivered)} B per message; ${report.batches} claims, ${report.settles} settles, ${report.released} released`,
     );
     console.log(`  claims: ${claimSizes(claims)}`);
-    const { rows } = await admin.query<StatementRow>(
-      `SELECT calls, plans, total_plan_time, total_exec_time, rows,
-         left(regexp_replace(query, '\\s+', ' ', 'g'), 60) AS query
-       FROM pg_stat_statements
-       WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'statements')
-       ORDER BY total_plan_time + total_exec_time DESC
-       LIMIT ${STATEMENTS_SHOWN}`,
-    );
-    console.log('  calls | plans | planning ms | executing ms | µs per message | rows | statement');
-    for (const row of rows) {
-      const planMs = Number(row.total_plan_time);
-      const execMs = Number(row.total_exec_time);
-      console.log(
-        `  ${row.calls} | ${row.plans} | ${planMs.toFixed(1)} | ${execMs.toFixed(1)} | ${perMessage(
-          (planMs + execMs) * 1000,
-        )} | ${row.rows} | ${describe(row.query)}`,
-      );
-    }
+    await printStatements(report.delivered, 'message');
   } finally {
     await pool.end();
+  }
+}
+
+/**
+ * Idle cron ticks: each a drainOnce over a new connection and a new store, as a Worker's or a
+ * Lambda's scheduled invocation builds them (over Neon's HTTP driver every statement is planned
+ * as on a new connection), on an outbox whose messages are all due in an hour. Server CPU per
+ * tick counts every server process, so it includes starting and ending the connection.
+ */
+async function measureIdle(keyed: boolean, meter: Meter) {
+  const label = `${IDLE_TICKS} idle ticks, each over a new connection, ${IDLE_HELD} messages${
+    keyed ? ` over ${IDLE_KEYS} ordering keys` : ''
+  } due in an hour`;
+  progress(`${label}: enqueueing`);
+  const url = await freshDatabase();
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  pool.on('error', () => {});
+  try {
+    const outbox = benchOutbox();
+    await outbox.migrate(pgExecutor(pool));
+    const dueAt = new Date(Date.now() + 3_600_000);
+    await outbox.enqueue(
+      pgExecutor(pool),
+      Array.from({ length: IDLE_HELD }, (_, i) => ({
+        kind: BENCH_KIND,
+        payload: benchPayload(i),
+        dueAt,
+        orderingKey: keyed ? orderingKeyOf(i, IDLE_KEYS) : undefined,
+      })),
+    );
+    await pool.query('VACUUM ANALYZE outbox.messages');
+    let claims = 0;
+    const tick = async () => {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        const report = await drainOnce({
+          store: outbox.store(pgExecutor(client)),
+          senders: { [BENCH_KIND]: async () => {} },
+        });
+        claims += report.batches;
+      } finally {
+        await client.end();
+      }
+    };
+    progress(`${label}: ticking`);
+    for (let i = 0; i < IDLE_WARM_TICKS; i++) await tick();
+    claims = 0;
+    await admin.query('SELECT pg_stat_statements_reset()');
+    const before = await meter.snapshot();
+    for (let i = 0; i < IDLE_TICKS; i++) await tick();
+    const cost = await meter.since(before);
+    console.log(`\n${label}`);
+    console.log(
+      `  server CPU ${
+        cost.cpuMicros === null ? 'unknown' : `${Math.round(cost.cpuMicros / IDLE_TICKS)} µs`
+      } per tick, connection start included; ${claims / IDLE_TICKS} claims per tick`,
+    );
+    await printStatements(IDLE_TICKS, 'tick');
+  } finally {
+    await pool.end();
+  }
+}
+
+/** A new empty database named statements; its URL. */
+async function freshDatabase(): Promise<string> {
+  await admin.query('DROP DATABASE IF EXISTS statements WITH (FORCE)');
+  await admin.query('CREATE DATABASE statements');
+  const url = new URL(server.url);
+  url.pathname = '/statements';
+  return url.toString();
+}
+
+/** The statements run in the statements database since the last reset, per `unit`. */
+async function printStatements(units: number, unit: string) {
+  const { rows } = await admin.query<StatementRow>(
+    `SELECT calls, plans, total_plan_time, total_exec_time, rows,
+       left(regexp_replace(query, '\\s+', ' ', 'g'), 60) AS query
+     FROM pg_stat_statements
+     WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'statements')
+     ORDER BY total_plan_time + total_exec_time DESC
+     LIMIT ${STATEMENTS_SHOWN}`,
+  );
+  console.log(`  calls | plans | planning ms | executing ms | µs per ${unit} | rows | statement`);
+  for (const row of rows) {
+    const planMs = Number(row.total_plan_time);
+    const execMs = Number(row.total_exec_time);
+    console.log(
+      `  ${row.calls} | ${row.plans} | ${planMs.toFixed(1)} | ${execMs.toFixed(1)} | ${(
+        ((planMs + execMs) * 1000) / units
+      ).toFixed(1)} | ${row.rows} | ${describe(row.query)}`,
+    );
   }
 }
 
