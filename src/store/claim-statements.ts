@@ -23,12 +23,12 @@ const CLAIM_TEXTS_KEPT = 16;
 export function claimStatements(quotedSchema: string): (shape: DueClaimShape) => string {
   const texts = new Map<string, string>();
   return (shape) => {
-    const { limit, share, after, probe = false, keyed = true } = shape;
-    const name = `${limit}/${share}${after ? ' after' : ''}${probe ? ' probe' : ''}${keyed ? '' : ' unkeyed'}`;
+    const { limit, share, after, probe = false, keyed = true, answersWhenEmpty = false } = shape;
+    const name = `${limit}/${share}${after ? ' after' : ''}${probe ? ' probe' : ''}${keyed ? '' : ' unkeyed'}${answersWhenEmpty ? ' answers' : ''}`;
     let text = texts.get(name);
     if (text === undefined) {
       if (texts.size >= CLAIM_TEXTS_KEPT) texts.clear();
-      text = claimStatement(quotedSchema, { limit, share, after, probe, keyed });
+      text = claimStatement(quotedSchema, { limit, share, after, probe, keyed, answersWhenEmpty });
       texts.set(name, text);
     }
     return text;
@@ -226,13 +226,15 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
         : ''
     }`;
   if (target === 'keys') return `${ctes}${update}`;
-  // A due claim comes back with one row even when the update took none (its columns null but
-  // the flags), so an empty claim still says whether a keyed message waits (see DueClaims,
-  // due-claim.ts).
   const flags =
     runsGoOn === undefined
       ? `EXISTS (${firstKeyStatement(messages)}) AS keyed_waiting`
       : keyedClaimFlags(target.limit, runsGoOn, messages);
+  if (!target.answersWhenEmpty)
+    return `${ctes}${update},
+    ${flags}`;
+  // One row even when the update took none (its columns null but the flags), so an empty claim
+  // still says whether a keyed message waits (see DueClaims, due-claim.ts).
   return `${ctes},
   claimed AS (${update})
   SELECT c.*, ${flags}

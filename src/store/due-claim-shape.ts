@@ -17,6 +17,13 @@ export interface DueClaimShape {
    * (see DueClaims, due-claim.ts); the rows then say whether one is now. Default true.
    */
   keyed?: boolean;
+  /**
+   * Comes back with one row of nulls beside its flags when it takes nothing, so an empty claim
+   * still says whether the next needs the walk (see DueClaims). It costs every row taken a copy
+   * (the update's rows go through a CTE), so only the claims likely to find nothing ask for it.
+   * Default false.
+   */
+  answersWhenEmpty?: boolean;
 }
 
 /** The shape of the due claim a drain's request asks for. */

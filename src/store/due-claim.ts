@@ -11,10 +11,12 @@
  *
  * So every due claim says whether the next needs the walk: a keyed claim whether no message with
  * an ordering key is unfinished (`keyless`), an unkeyed one whether one is (`keyed_waiting`).
- * Both come back with one row of nulls beside the flags when they take nothing, so an empty claim
- * says it too. The claim after one that says a keyed message waits walks the keys; an unkeyed
- * claim that came back short while one waits is `partial`, and the drain claims again at once
- * instead of taking it for the end of what was due.
+ * An unkeyed claim, and a store's first claim, come back with one row of nulls beside the flags
+ * when they take nothing, so an empty one says it too (the others' rows skip the copy that
+ * costs: a keyed claim that takes nothing keeps the walk). The claim after one that says a
+ * keyed message waits walks the keys; an unkeyed claim that came back short while one waits is
+ * `partial`, and the drain claims again at once instead of taking it for the end of what was
+ * due.
  *
  * A store's first claim goes by what the last claim over its schema in this process said (none
  * yet: without the walk). A cron invocation builds a store per tick, so an idle outbox's tick
@@ -36,6 +38,8 @@ const SCHEMAS_KEPT = 64;
 export class DueClaims {
   /** The next claim leaves keyed rows out: no message with an ordering key was unfinished. */
   private keyless: boolean;
+  /** No claim yet. */
+  private first = true;
 
   constructor(
     private readonly schema: string,
@@ -48,10 +52,15 @@ export class DueClaims {
   /** `shared`: the claim's first five parameters (see claimStatement). */
   async claim(request: ClaimRequest, shared: readonly unknown[]): Promise<ClaimResult> {
     const walked = !this.keyless;
-    const shape: DueClaimShape = { ...dueClaimShape(request), keyed: walked };
+    const shape: DueClaimShape = {
+      ...dueClaimShape(request),
+      keyed: walked,
+      answersWhenEmpty: !walked || this.first,
+    };
+    this.first = false;
     const answer = await this.run(this.texts(shape), dueClaimParameters(request, shared, shape));
-    // One row of nulls beside the flags when the claim took none. No row at all (which the
-    // statement does not return) could not say: take it that a keyed message waits.
+    // One row of nulls beside the flags when a claim that answers when empty took none. An
+    // empty claim that does not could not say: take it that a keyed message waits.
     const flags = answer[0];
     const rows = flags?.id == null ? [] : answer;
     const keyedWaiting = walked ? flags?.keyless !== true : flags?.keyed_waiting !== false;
