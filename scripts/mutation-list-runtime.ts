@@ -17,6 +17,12 @@ const LOST_NAMES_TEST = 'test/drivers/lost-prepared-statements.test.ts';
 const LEASE_TEST_FILE = 'test/store/settle-leases.test.ts';
 const REFUSALS_TEST_FILE = 'test/store/settle-refusals.test.ts';
 
+/** A request's trace through a webhook and an SQS message to their receivers. */
+const TRACE_TEST: NamedTest = {
+  file: 'test/tracing/opentelemetry.test.ts',
+  name: "puts the receiver's span in the trace of the request that enqueued the message",
+};
+
 /** A drain test in test/store/claim-cursor.test.ts (node-pg only, so no driver to pick). */
 const cursorTest = (name: string): NamedTest => ({ file: 'test/store/claim-cursor.test.ts', name });
 const keylessTest = (name: string): NamedTest => ({
@@ -805,5 +811,47 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
         driver: 'node-pg',
       },
     ],
+  },
+  {
+    name: 'a claimed message comes without its trace context',
+    row: 34,
+    edits: [
+      {
+        file: 'src/store/message-rows.ts',
+        find: '  if (row.traceparent) claimed.traceContext = traceContextOf(row);\n',
+        replace: '',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/trace-context.test.ts',
+        name: 'hands each message its own trace context, or none, and keeps it in delivered history',
+        driver: 'node-pg',
+      },
+    ],
+  },
+  {
+    name: 'a webhook goes without its trace headers',
+    row: 34,
+    edits: [
+      {
+        file: 'src/senders/webhook/webhook-sender.ts',
+        find: '          ...traceHeaders(message.traceContext),\n',
+        replace: '',
+      },
+    ],
+    tests: [TRACE_TEST],
+  },
+  {
+    name: 'a queue message goes without its trace attributes',
+    row: 34,
+    edits: [
+      {
+        file: 'src/senders/aws-batch-calls.ts',
+        find: 'return { [keyAttribute]: message.key, ...traceHeaders(message.traceContext) };',
+        replace: 'return { [keyAttribute]: message.key };',
+      },
+    ],
+    tests: [TRACE_TEST],
   },
 ];
