@@ -7,7 +7,7 @@
  * server CPU with it than without (about 11 µs a message, docs/benchmarks.md, scenario 1).
  * Planning it costs more again, and a claim is planned on every run over Neon's HTTP driver and
  * on the first runs over each new connection: on a new connection, 5.6 to 6.2 ms against 2.0 to
- * 2.1 for the claim without it ("Idle ticks", docs/benchmarks.md).
+ * 2.2 for the claim without it ("Idle ticks", docs/benchmarks.md).
  *
  * So every due claim says whether the next needs the walk: a keyed claim whether no message with
  * an ordering key is unfinished (`keyless`), an unkeyed one whether one is (`keyed_waiting`).

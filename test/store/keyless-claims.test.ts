@@ -27,6 +27,22 @@ async function enqueueUnkeyed(outbox: Outbox, driver: Driver, count: number): Pr
   );
 }
 
+/**
+ * A store whose statements go through `texts` first, and a reader that says, for each statement
+ * run since it was last read, whether it walked the keys (the recursive CTE claim-walk.ts names
+ * walk).
+ */
+function recordingStore(outbox: Outbox, driver: Driver, texts: string[]): OutboxStore {
+  return outbox.store({
+    query: (text, params) => {
+      texts.push(text);
+      return driver.db.query(text, params);
+    },
+  });
+}
+
+const walked = (texts: string[]) => texts.splice(0).map((text) => /\bwalk\(step/.test(text));
+
 /** One keyed message, due before every row enqueued so far. */
 async function enqueueKeyedEarly(outbox: Outbox, driver: Driver): Promise<string> {
   const [key] = await outbox.enqueue(driver.db, [
@@ -94,15 +110,7 @@ describe('claims while no ordering key is unfinished', () => {
   it("a store's first claim says whether the walk is needed even when it takes nothing; a later keyed claim that takes nothing keeps it", async () => {
     const { outbox, schema } = await freshOutbox(driver);
     const texts: string[] = [];
-    const recorded = () =>
-      outbox.store({
-        query: (text, params) => {
-          texts.push(text);
-          return driver.db.query(text, params);
-        },
-      });
-    const walks = () => texts.splice(0).map((text) => /\bwalk\(step/.test(text));
-    const store = recorded();
+    const store = recordingStore(outbox, driver, texts);
     const key = await enqueueKeyedEarly(outbox, driver);
     await walkKeysNext(store);
     expect((await store.claim(claimRequest({ limit: 10 }))).claimed.map((m) => m.key)).toEqual([
@@ -114,13 +122,13 @@ describe('claims while no ordering key is unfinished', () => {
     // walk (its rows skip the copy that answering when empty costs).
     expect((await store.claim(claimRequest({ limit: 10 }))).claimed).toEqual([]);
     await store.claim(claimRequest({ limit: 10 }));
-    expect(walks()).toEqual([false, true, true, true]);
+    expect(walked(texts)).toEqual([false, true, true, true]);
     // A new store over the schema starts with the walk (the last claim said nothing else), and
     // its first claim, empty, says no key is unfinished: the next leaves the walk out.
-    const next = recorded();
+    const next = recordingStore(outbox, driver, texts);
     expect((await next.claim(claimRequest({ limit: 10 }))).claimed).toEqual([]);
     await next.claim(claimRequest({ limit: 10 }));
-    expect(walks()).toEqual([true, false]);
+    expect(walked(texts)).toEqual([true, false]);
   });
 
   it('a new store starts from what the last claim over its schema said', async () => {
@@ -137,16 +145,10 @@ describe('claims while no ordering key is unfinished', () => {
   it('a drain with nothing due makes one claim, without the walk of the keys', async () => {
     const { outbox } = await freshOutbox(driver);
     const texts: string[] = [];
-    const store = outbox.store({
-      query: (text, params) => {
-        texts.push(text);
-        return driver.db.query(text, params);
-      },
-    });
+    const store = recordingStore(outbox, driver, texts);
     const report = await drainOnce({ store, senders: { 'test.kind': recordingSender().send } });
     expect([report.batches, report.roundTrips, report.stopReason]).toEqual([1, 1, 'empty']);
-    // The walk is the recursive CTE claim-walk.ts names walk.
-    expect(texts.map((text) => /\bwalk\(step/.test(text))).toEqual([false]);
+    expect(walked(texts)).toEqual([false]);
   });
 
   it('a drain delivers a keyed message enqueued after a full claim it could not send', async () => {
