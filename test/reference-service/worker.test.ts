@@ -15,15 +15,14 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrations as appMigrations } from '../../examples/reference-service/migrations.generated.js';
 import { type LocalSes, localSesEnv, startLocalSes } from '../../src/dev/local-ses.js';
-import { type NeonProxy, startNeonProxy } from '../../src/dev/neon-proxy.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
 import { migrate } from '../../src/store/migrate.js';
 import { migrations as outboxMigrations } from '../../src/store/migrations.generated.js';
-import { startWranglerDev, type WranglerDev } from '../runtime/wrangler-dev.js';
+import type { WranglerDev } from '../runtime/wrangler-dev.js';
 import { useTestDatabase } from '../support/database.js';
-import { type LoopbackServer, startLoopbackServer } from '../support/loopback-http.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+import { startWorkerStack, type WorkerStack } from '../support/worker-stack.js';
 
 const database = useTestDatabase();
 const ADMIN_TOKEN = 'worker-admin-token-for-tests';
@@ -32,29 +31,26 @@ const DRAIN_CRON = '* * * * *';
 const PURGE_CRON = '30 * * * *';
 const DAY_MS = 86_400_000;
 
-let proxy: NeonProxy;
+let stack: WorkerStack;
 let ses: LocalSes;
 let receiver: WebhookReceiver;
 let withKick: WranglerDev;
 let withoutKick: WranglerDev;
-let orderEvents: LoopbackServer;
 const temporaryDirs: string[] = [];
 /** The queue messages' bodies the consumer received, in order. */
 const consumed: { id: string; kind: string; payload: { order: { id: string } } }[] = [];
 
 beforeAll(async () => {
   await migrate(pgExecutor(database.pool), { schema: 'app', migrations: appMigrations });
-  proxy = await startNeonProxy({ postgres: { host: database.host, port: database.port } });
-  ses = await startLocalSes();
-  receiver = await startWebhookReceiver();
-  orderEvents = await startLoopbackServer((request, response) => {
+  // The ledger takes the order events the consumer received.
+  stack = await startWorkerStack(database, (request, response) => {
     consumed.push(...JSON.parse(request.body));
     response.end('ok');
   });
-  const consumer = await consumerConfig(`${orderEvents.url}/consumed`);
+  ses = await startLocalSes();
+  receiver = await startWebhookReceiver();
+  const consumer = await consumerConfig(`${stack.ledger.url}/consumed`);
   const vars = {
-    DATABASE_URL: database.url,
-    NEON_LOCAL_PROXY: `127.0.0.1:${proxy.port}`,
     ADMIN_TOKEN,
     ...localSesEnv(ses),
     OUTBOX_EMAIL_FROM: 'outbox-relay <no-reply@outbox-relay.test>',
@@ -63,14 +59,14 @@ beforeAll(async () => {
     OUTBOX_SUBREQUEST_BUDGET: '50',
   };
   [withKick, withoutKick] = await Promise.all([
-    startWranglerDev(vars, { alongside: [consumer.path] }),
-    startWranglerDev({ ...vars, OUTBOX_KICK: 'off' }),
+    stack.startWorker(vars, { alongside: [consumer.path] }),
+    stack.startWorker({ ...vars, OUTBOX_KICK: 'off' }),
   ]);
 }, 120_000);
 
 afterAll(async () => {
-  await Promise.all([withKick?.stop(), withoutKick?.stop()]);
-  await Promise.all([receiver?.close(), ses?.close(), proxy?.close(), orderEvents?.close()]);
+  await stack?.stop();
+  await Promise.all([receiver?.close(), ses?.close()]);
   await Promise.all(temporaryDirs.map((dir) => rm(dir, { recursive: true, force: true })));
 });
 

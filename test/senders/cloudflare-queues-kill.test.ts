@@ -13,14 +13,13 @@
  * redelivery.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type NeonProxy, startNeonProxy } from '../../src/dev/neon-proxy.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
 import { queuePayloadValidator } from '../../src/senders/cloudflare-queues/index.js';
-import { startWranglerDev, type WranglerDev } from '../runtime/wrangler-dev.js';
+import type { WranglerDev } from '../runtime/wrangler-dev.js';
 import { useTestDatabase } from '../support/database.js';
-import { type LoopbackServer, startLoopbackServer } from '../support/loopback-http.js';
 import { waitFor } from '../support/wait-for.js';
+import { startWorkerStack, type WorkerStack } from '../support/worker-stack.js';
 
 const database = useTestDatabase();
 const CRON = '* * * * *';
@@ -37,8 +36,7 @@ const ROLLED_BACK = 10;
 const LEASE_MS = 5_000;
 
 const outbox = createOutbox({ kinds: { 'order.event': queuePayloadValidator } });
-let proxy: NeonProxy;
-let ledger: LoopbackServer;
+let stack: WorkerStack;
 let killed: WranglerDev | undefined;
 let restarted: WranglerDev | undefined;
 /** How many times each id arrived at the consumer. */
@@ -47,8 +45,7 @@ const arrivals = new Map<string, number>();
 const held: string[] = [];
 
 beforeAll(async () => {
-  proxy = await startNeonProxy({ postgres: { host: database.host, port: database.port } });
-  ledger = await startLoopbackServer((request, response) => {
+  stack = await startWorkerStack(database, (request, response) => {
     const ids = JSON.parse(request.body) as string[];
     if (request.url === '/settling') {
       // Never answered: the drain waits here, between its send and its settle, until the kill.
@@ -61,9 +58,9 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  // A test that failed before its kill still ends that Worker as the test would have.
   await killed?.kill();
-  await restarted?.stop();
-  await Promise.all([ledger?.close(), proxy?.close()]);
+  await stack?.stop();
 });
 
 const sorted = (keys: Iterable<string>) => [...keys].sort();
@@ -108,15 +105,12 @@ async function rowsOf(keys: readonly string[]) {
 
 describe('the Cloudflare Queues sender in workerd, killed between send and settle', () => {
   it(`resends with the same id: the ${SENT_BEFORE_KILL} messages the killed Worker sent arrive twice, the rest once, and none rolled back`, async () => {
-    const vars = {
-      DATABASE_URL: database.url,
-      NEON_LOCAL_PROXY: `127.0.0.1:${proxy.port}`,
-      LEDGER_URL: `${ledger.url}/arrived`,
-    };
+    const { ledger } = stack;
+    const vars = { LEDGER_URL: `${ledger.url}/arrived` };
     const sentBeforeKill = await enqueueCommitted(SENT_BEFORE_KILL, 0);
     const rolledBack = await enqueueRolledBack(ROLLED_BACK, SENT_BEFORE_KILL);
 
-    killed = await startWranglerDev(
+    killed = await stack.startWorker(
       { ...vars, STALL_SETTLE_URL: `${ledger.url}/settling`, LEASE_MS: String(LEASE_MS) },
       { config: CONFIG },
     );
@@ -140,7 +134,7 @@ describe('the Cloudflare Queues sender in workerd, killed between send and settl
     ]);
 
     const committedAfterKill = await enqueueCommitted(COMMITTED_AFTER_KILL, 1_000);
-    restarted = await startWranglerDev(vars, { config: CONFIG });
+    restarted = await stack.startWorker(vars, { config: CONFIG });
     await waitFor('the lease of the killed drain to run out', async () => {
       const { rows } = await database.pool.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM outbox.all_messages

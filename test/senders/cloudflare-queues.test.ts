@@ -5,17 +5,16 @@
  * PostgreSQL through the local Neon stand-in.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type NeonProxy, startNeonProxy } from '../../src/dev/neon-proxy.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
 import {
   QUEUE_MAX_MESSAGE_BYTES,
   queuePayloadValidator,
 } from '../../src/senders/cloudflare-queues/index.js';
-import { startWranglerDev, type WranglerDev } from '../runtime/wrangler-dev.js';
+import type { WranglerDev } from '../runtime/wrangler-dev.js';
 import { useTestDatabase } from '../support/database.js';
-import { type LoopbackServer, startLoopbackServer } from '../support/loopback-http.js';
 import { waitFor } from '../support/wait-for.js';
+import { startWorkerStack, type WorkerStack } from '../support/worker-stack.js';
 
 const database = useTestDatabase();
 const CRON = '* * * * *';
@@ -25,34 +24,25 @@ const ROLLED_BACK = 50;
 const FREE_SUBREQUESTS = 50;
 
 const outbox = createOutbox({ kinds: { 'order.event': queuePayloadValidator } });
-let proxy: NeonProxy;
-let ledger: LoopbackServer;
+let stack: WorkerStack;
 let worker: WranglerDev;
 /** How many times each id arrived at the consumer. */
 const arrivals = new Map<string, number>();
 
 beforeAll(async () => {
-  proxy = await startNeonProxy({ postgres: { host: database.host, port: database.port } });
-  ledger = await startLoopbackServer((request, response) => {
+  stack = await startWorkerStack(database, (request, response) => {
     for (const id of JSON.parse(request.body) as string[]) {
       arrivals.set(id, (arrivals.get(id) ?? 0) + 1);
     }
     response.end('ok');
   });
-  worker = await startWranglerDev(
-    {
-      DATABASE_URL: database.url,
-      NEON_LOCAL_PROXY: `127.0.0.1:${proxy.port}`,
-      LEDGER_URL: `${ledger.url}/arrived`,
-    },
+  worker = await stack.startWorker(
+    { LEDGER_URL: `${stack.ledger.url}/arrived` },
     { config: 'test/fixtures/queue-worker/wrangler.toml' },
   );
 }, 120_000);
 
-afterAll(async () => {
-  await worker?.stop();
-  await Promise.all([ledger?.close(), proxy?.close()]);
-});
+afterAll(() => stack?.stop());
 
 const payload = (index: number) => ({ orderId: index, status: 'placed' });
 

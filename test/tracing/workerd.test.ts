@@ -6,14 +6,14 @@
  * posts the spans it finished to this test. Real PostgreSQL through the local Neon stand-in.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type NeonProxy, startNeonProxy } from '../../src/dev/neon-proxy.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
 import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
-import { startWranglerDev, type WranglerDev } from '../runtime/wrangler-dev.js';
+import type { WranglerDev } from '../runtime/wrangler-dev.js';
 import { useTestDatabase } from '../support/database.js';
-import { type LoopbackServer, startLoopbackServer } from '../support/loopback-http.js';
+import type { LoopbackServer } from '../support/loopback-http.js';
 import { waitFor } from '../support/wait-for.js';
+import { startWorkerStack, type WorkerStack } from '../support/worker-stack.js';
 
 const database = useTestDatabase();
 
@@ -26,22 +26,20 @@ interface ExportedSpan {
   attributes: Record<string, unknown>;
 }
 
-let proxy: NeonProxy;
+let stack: WorkerStack;
 let ledger: LoopbackServer;
 let worker: WranglerDev;
 const spans: ExportedSpan[] = [];
 
 beforeAll(async () => {
   await createOutbox().migrate(pgExecutor(database.pool));
-  proxy = await startNeonProxy({ postgres: { host: database.host, port: database.port } });
-  ledger = await startLoopbackServer((request, response) => {
+  stack = await startWorkerStack(database, (request, response) => {
     if (request.url === '/spans') spans.push(...(JSON.parse(request.body) as ExportedSpan[]));
     response.writeHead(204).end();
   });
-  worker = await startWranglerDev(
+  ledger = stack.ledger;
+  worker = await stack.startWorker(
     {
-      DATABASE_URL: database.url,
-      NEON_LOCAL_PROXY: `127.0.0.1:${proxy.port}`,
       OUTBOX_WEBHOOK_SECRET: generateWebhookSecret(),
       OUTBOX_ENV: 'development',
       OUTBOX_WEBHOOK_ALLOW_HOSTS: `127.0.0.1:${ledger.port}`,
@@ -51,10 +49,7 @@ beforeAll(async () => {
   );
 }, 120_000);
 
-afterAll(async () => {
-  await worker?.stop();
-  await Promise.all([ledger?.close(), proxy?.close()]);
-});
+afterAll(() => stack?.stop());
 
 describe('OpenTelemetry in a Worker', () => {
   it("carries the request's trace through the cron drain's send span to the receiver", async () => {
