@@ -121,14 +121,23 @@ async function measure({ keys, messages }: { keys: number; messages: number }, m
     await admin.query('SELECT pg_stat_statements_reset()');
     progress(`${label}: draining`);
     const claims: ClaimResult[] = [];
+    const claimTimes: OnTheWire[] = [];
+    const settleTimes: OnTheWire[] = [];
     const store = outbox.store(db);
     const watched: OutboxStore = {
       async claim(request) {
+        const startedAt = performance.now();
         const result = await store.claim(request);
+        claimTimes.push({ startedAt, endedAt: performance.now() });
         claims.push(result);
         return result;
       },
-      settle: (requests, now, options) => store.settle(requests, now, options),
+      async settle(requests, now, options) {
+        const startedAt = performance.now();
+        const result = await store.settle(requests, now, options);
+        settleTimes.push({ startedAt, endedAt: performance.now() });
+        return result;
+      },
     };
     const before = await meter.snapshot();
     const startedAt = performance.now();
@@ -150,6 +159,7 @@ async function measure({ keys, messages }: { keys: number; messages: number }, m
       } and WAL ${Math.round(cost.walBytes / report.delivered)} B per message; ${report.batches} claims, ${report.settles} settles, ${report.released} released`,
     );
     console.log(`  claims: ${claimSizes(claims)}`);
+    console.log(`  on the wire: ${onTheWire(claimTimes, settleTimes, report.delivered)}`);
     await printStatements(report.delivered, 'message');
   } finally {
     await pool.end();
@@ -265,6 +275,41 @@ function describe(query: string): string {
 }
 
 /** How many claims came back full, short or empty, and how many rows continued a held run. */
+/** When one store call was sent and when its answer was back (performance.now()). */
+interface OnTheWire {
+  startedAt: number;
+  endedAt: number;
+}
+
+/**
+ * How long claims and settles took from the drain's side, and whether claims went back to back
+ * or beside each other: a drain whose claims follow each other with no gap, one at a time, is
+ * as fast as its claims are.
+ */
+function onTheWire(
+  claims: readonly OnTheWire[],
+  settles: readonly OnTheWire[],
+  delivered: number,
+): string {
+  const mean = (times: readonly OnTheWire[]) =>
+    (
+      times.reduce((sum, { startedAt, endedAt }) => sum + endedAt - startedAt, 0) / times.length
+    ).toFixed(1);
+  let beside = 0;
+  let gaps = 0;
+  for (let index = 1; index < claims.length; index++) {
+    const gap = claims[index]!.startedAt - claims[index - 1]!.endedAt;
+    if (gap < 0) beside += 1;
+    else gaps += gap;
+  }
+  const backToBack = claims.length - 1 - beside;
+  return `claims ${mean(claims)} ms each, ${beside} of ${claims.length} started beside another, the others ${
+    backToBack > 0 ? (gaps / backToBack).toFixed(2) : '-'
+  } ms after the one before landed; settles ${mean(settles)} ms each, ${Math.round(
+    delivered / Math.max(settles.length, 1),
+  )} outcomes each`;
+}
+
 function claimSizes(claims: readonly ClaimResult[]): string {
   const sizes = new Map<number, number>();
   let continued = 0;
