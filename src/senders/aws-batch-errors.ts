@@ -6,8 +6,22 @@
 import { PermanentDeliveryError, RetryableDeliveryError } from '../core/errors.js';
 import { readSdkError } from './aws-sdk-errors.js';
 
-/** The four classes both services' tables use (`SqsFailureClass`, `SnsFailureClass`). */
-export type AwsBatchFailureClass = 'throttled' | 'blocked' | 'transient' | 'rejected';
+/**
+ * What to do about one kind of failure, in either service: the classes its table of codes sorts
+ * into (`SqsFailureClass`, `SnsFailureClass`; each module names its own codes and waits).
+ */
+export type AwsBatchFailureClass =
+  /** The service or KMS is throttling the account: retry after the service's throttled wait. */
+  | 'throttled'
+  /**
+   * Only an operator can clear it (credentials, permissions, the queue or topic, its KMS key):
+   * retry after the service's blocked wait.
+   */
+  | 'blocked'
+  /** A blip (5xx, timeout, dropped connection, a call too long): retry with backoff. */
+  | 'transient'
+  /** The service refused the message for good (too long, an invalid parameter): dead letter. */
+  | 'rejected';
 
 /** One entry of an answer's `Failed` list, as both services write it. */
 export interface AwsBatchEntryFailure {
@@ -17,14 +31,14 @@ export interface AwsBatchEntryFailure {
 }
 
 /** What a service's errors say: its name, its verb, its table and its waits. */
-export interface AwsBatchService<Class extends AwsBatchFailureClass> {
+export interface AwsBatchService {
   /** As an operator reads it: `SQS`, `SNS`. */
   name: string;
   /** What a call does, for an abandoned one: `send`, `publish`. */
   verb: string;
   /** What only an operator can fix, for a blocked call. */
   operatorFixes: string;
-  codes: Readonly<Record<string, Class>>;
+  codes: Readonly<Record<string, AwsBatchFailureClass>>;
   throttledRetryAfterMs: number;
   blockedRetryAfterMs: number;
 }
@@ -34,10 +48,10 @@ export interface AwsBatchService<Class extends AwsBatchFailureClass> {
  * HTTP status and `$fault` (408, 5xx and server faults transient; other 4xx rejected); an error
  * with no HTTP status at all (connection refused, reset, DNS, timeout, abort) is transient.
  */
-export function classifyAwsBatchError<Class extends AwsBatchFailureClass>(
+export function classifyAwsBatchError(
   error: unknown,
-  codes: Readonly<Record<string, Class>>,
-): Class | AwsBatchFailureClass {
+  codes: Readonly<Record<string, AwsBatchFailureClass>>,
+): AwsBatchFailureClass {
   const { name, status, fault, throttling } = readSdkError(error);
   const listed = codes[name];
   if (listed !== undefined) return listed;
@@ -52,8 +66,8 @@ export function classifyAwsBatchError<Class extends AwsBatchFailureClass>(
  * service's text, and says when an operator has to act; the code, status and destination go
  * into attempt history.
  */
-export function awsBatchCallError<Class extends AwsBatchFailureClass>(
-  service: AwsBatchService<Class>,
+export function awsBatchCallError(
+  service: AwsBatchService,
   error: unknown,
   destination: string,
   signal?: AbortSignal,
@@ -73,8 +87,8 @@ export function awsBatchCallError<Class extends AwsBatchFailureClass>(
  * by its code when the table lists it, else rejected when the service says it was the sender's
  * fault and transient when it was its own.
  */
-export function awsBatchEntryError<Class extends AwsBatchFailureClass>(
-  service: AwsBatchService<Class>,
+export function awsBatchEntryError(
+  service: AwsBatchService,
   failure: AwsBatchEntryFailure,
   destination: string,
 ): PermanentDeliveryError | RetryableDeliveryError {
@@ -85,8 +99,8 @@ export function awsBatchEntryError<Class extends AwsBatchFailureClass>(
   return deliveryError(service, kind, { name, message, status: undefined, destination }, failure);
 }
 
-function deliveryError<Class extends AwsBatchFailureClass>(
-  service: AwsBatchService<Class>,
+function deliveryError(
+  service: AwsBatchService,
   kind: AwsBatchFailureClass,
   facts: { name: string; message: string; status: number | undefined; destination: string },
   cause: unknown,

@@ -16,21 +16,11 @@ import {
   awsBatchCallError,
   awsBatchEntryError,
   classifyAwsBatchError,
+  type AwsBatchFailureClass as SnsFailureClass,
 } from '../aws-batch-errors.js';
 
-/** What to do about one kind of SNS failure. */
-export type SnsFailureClass =
-  /** SNS or KMS is throttling the account: retry after {@link SNS_THROTTLED_RETRY_AFTER_MS}. */
-  | 'throttled'
-  /**
-   * Only an operator can clear it (credentials, permissions, a topic that does not exist, its
-   * KMS key): retry after {@link SNS_BLOCKED_RETRY_AFTER_MS}.
-   */
-  | 'blocked'
-  /** A blip (5xx, timeout, dropped connection, a call too long for SNS): retry with backoff. */
-  | 'transient'
-  /** SNS refused the message for good (too long, an invalid parameter): dead letter. */
-  | 'rejected';
+/** SNS's waits: throttled `SNS_THROTTLED_RETRY_AFTER_MS`, blocked `SNS_BLOCKED_RETRY_AFTER_MS`. */
+export type { SnsFailureClass };
 
 /**
  * Ten seconds: SNS's publish quotas are per second, so its throttling clears within seconds,
@@ -39,9 +29,10 @@ export type SnsFailureClass =
 export const SNS_THROTTLED_RETRY_AFTER_MS = 10 * 1000;
 
 /**
- * An hour, for failures only an operator can clear: ten attempts an hour apart give an operator
- * most of a working day before anything goes dead, instead of dead-lettering every message of
- * a misconfigured topic within minutes.
+ * An hour, for failures only an operator can clear (credentials, permissions, a topic that does
+ * not exist, its KMS key): ten attempts an hour apart give an operator most of a working day
+ * before anything goes dead, instead of dead-lettering every message of a misconfigured topic
+ * within minutes.
  */
 export const SNS_BLOCKED_RETRY_AFTER_MS = 60 * 60 * 1000;
 
@@ -101,7 +92,7 @@ export const SNS_ERROR_CODES: Readonly<Record<string, SnsFailureClass>> = {
 };
 
 /** SNS's words and waits for the errors both AWS batch senders word alike. */
-const SNS: AwsBatchService<SnsFailureClass> = {
+const SNS: AwsBatchService = {
   name: 'SNS',
   verb: 'publish',
   operatorFixes: 'the topic ARN, the credentials, or their sns:Publish and KMS permissions',

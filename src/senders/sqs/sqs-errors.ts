@@ -12,29 +12,20 @@ import {
   awsBatchCallError,
   awsBatchEntryError,
   classifyAwsBatchError,
+  type AwsBatchFailureClass as SqsFailureClass,
 } from '../aws-batch-errors.js';
 
-/** What to do about one kind of SQS failure. */
-export type SqsFailureClass =
-  /** SQS or KMS is throttling the account: retry after {@link SQS_THROTTLED_RETRY_AFTER_MS}. */
-  | 'throttled'
-  /**
-   * Only an operator can clear it (credentials, permissions, a queue that does not exist or is
-   * being deleted): retry after {@link SQS_BLOCKED_RETRY_AFTER_MS}.
-   */
-  | 'blocked'
-  /** A blip (5xx, timeout, dropped connection, a call too long for SQS): retry with backoff. */
-  | 'transient'
-  /** SQS refused the message for good (too long, invalid characters): dead letter. */
-  | 'rejected';
+/** SQS's waits: throttled `SQS_THROTTLED_RETRY_AFTER_MS`, blocked `SQS_BLOCKED_RETRY_AFTER_MS`. */
+export type { SqsFailureClass };
 
 /** Ten seconds: SQS's own throttling clears within seconds, unlike SES's send rate. */
 export const SQS_THROTTLED_RETRY_AFTER_MS = 10 * 1000;
 
 /**
- * An hour, for failures only an operator can clear: ten attempts an hour apart give an operator
- * most of a working day before anything goes dead, instead of dead-lettering every message of
- * a misconfigured queue within minutes.
+ * An hour, for failures only an operator can clear (credentials, permissions, a queue that does
+ * not exist or is being deleted): ten attempts an hour apart give an operator most of a working
+ * day before anything goes dead, instead of dead-lettering every message of a misconfigured
+ * queue within minutes.
  */
 export const SQS_BLOCKED_RETRY_AFTER_MS = 60 * 60 * 1000;
 
@@ -89,7 +80,7 @@ export const SQS_ERROR_CODES: Readonly<Record<string, SqsFailureClass>> = {
 };
 
 /** SQS's words and waits for the errors both AWS batch senders word alike. */
-const SQS: AwsBatchService<SqsFailureClass> = {
+const SQS: AwsBatchService = {
   name: 'SQS',
   verb: 'send',
   operatorFixes: 'the queue URL, the credentials, or their sqs:SendMessage and KMS permissions',
