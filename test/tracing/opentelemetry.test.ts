@@ -11,9 +11,10 @@ import {
   BasicTracerProvider,
   InMemorySpanExporter,
   SimpleSpanProcessor,
+  type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { type FauxqsServer, startFauxqs } from 'fauxqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
@@ -86,16 +87,10 @@ describe('OpenTelemetry context carried through the outbox', () => {
     });
 
     const { QueueUrl } = await createQueue(queues, 'orders');
-    const secret = generateWebhookSecret();
     await drainOnce({
       store: outbox.store(db),
       senders: {
-        webhook: webhookSender({
-          secret,
-          environment: 'development',
-          allowHosts: [`127.0.0.1:${receiver.port}`],
-          resolveHost: false,
-        }),
+        webhook: loopbackWebhookSender(receiver.port),
         [QUEUE_KIND]: sqsSender({
           queueUrl: QueueUrl,
           endpoint: queues.address,
@@ -150,6 +145,16 @@ describe('OpenTelemetry context carried through the outbox', () => {
   });
 });
 
+/** A webhook sender to a server on this machine's loopback port, the host not resolved. */
+function loopbackWebhookSender(port: number) {
+  return webhookSender({
+    secret: generateWebhookSecret(),
+    environment: 'development',
+    allowHosts: [`127.0.0.1:${port}`],
+    resolveHost: false,
+  });
+}
+
 /** A standard queue on the in-process SQS server. */
 function createQueue(server: FauxqsServer, name: string): { QueueUrl: string } {
   return { QueueUrl: server.createQueue(name).queueUrl };
@@ -196,12 +201,7 @@ describe("the drain's spans", () => {
     );
     const store = outbox.store(db);
     const senders = {
-      webhook: webhookSender({
-        secret: generateWebhookSecret(),
-        environment: 'development',
-        allowHosts: [`127.0.0.1:${flaky.port}`],
-        resolveHost: false,
-      }),
+      webhook: loopbackWebhookSender(flaky.port),
     };
     const clock = fakeClock();
     const traced = drainTracer(api, tracer);
@@ -256,5 +256,43 @@ describe("the drain's spans", () => {
     const handled = exporter.getFinishedSpans().find((span) => span.name === 'handle')!;
     expect(handled.spanContext().traceId).toBe(request.traceId);
     expect(handled.parentSpanContext?.spanId).toBe(sent.spanId);
+  });
+});
+
+describe('a drain without a tracer', () => {
+  afterEach(() => {
+    api.trace.disable();
+  });
+
+  it('delivers with no call to the global OpenTelemetry API: no span started, no traceparent sent for an untraced message', async () => {
+    // An app's global provider, noting every span as it starts (one never ended counts too): a
+    // drain that called `api.trace` itself, rather than a tracer it was given, would show here.
+    const started: string[] = [];
+    const noteStarts: SpanProcessor = {
+      onStart: (span) => started.push(span.name),
+      onEnd: () => {},
+      forceFlush: async () => {},
+      shutdown: async () => {},
+    };
+    expect(
+      api.trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [noteStarts] })),
+    ).toBe(true);
+    const db = pgExecutor(database.pool);
+    const outbox = createOutbox({ schema: 'untraced_drain' });
+    await outbox.migrate(db);
+    const [key] = await outbox.enqueue(db, {
+      kind: 'webhook',
+      payload: { url: `${receiver.url}/untraced-drain`, body: {} },
+    });
+    const store = outbox.store(db);
+    expect((await store.getByKey(key!))?.traceContext).toBeUndefined();
+
+    await drainOnce({ store, senders: { webhook: loopbackWebhookSender(receiver.port) } });
+
+    expect((await store.getByKey(key!))?.state).toBe('delivered');
+    const received = receiver.received.find((request) => request.url === '/untraced-drain');
+    expect(received?.headers['webhook-id']).toBe(key);
+    expect(received?.headers.traceparent).toBeUndefined();
+    expect(started).toEqual([]);
   });
 });
