@@ -274,7 +274,6 @@ function describe(query: string): string {
   return `${query}...`;
 }
 
-/** How many claims came back full, short or empty, and how many rows continued a held run. */
 /** When one store call was sent and when its answer was back (performance.now()). */
 interface OnTheWire {
   startedAt: number;
@@ -310,6 +309,7 @@ function onTheWire(
   )} outcomes each`;
 }
 
+/** How many claims came back full, short or empty, and how many rows continued a held run. */
 function claimSizes(claims: readonly ClaimResult[]): string {
   const sizes = new Map<number, number>();
   let continued = 0;

@@ -27,11 +27,7 @@ async function enqueueUnkeyed(outbox: Outbox, driver: Driver, count: number): Pr
   );
 }
 
-/**
- * A store whose statements go through `texts` first, and a reader that says, for each statement
- * run since it was last read, whether it walked the keys (the recursive CTE claim-walk.ts names
- * walk).
- */
+/** A store that notes the text of every statement it runs in `texts`. */
 function recordingStore(outbox: Outbox, driver: Driver, texts: string[]): OutboxStore {
   return outbox.store({
     query: (text, params) => {
@@ -41,6 +37,10 @@ function recordingStore(outbox: Outbox, driver: Driver, texts: string[]): Outbox
   });
 }
 
+/**
+ * For each statement noted since the last read, whether it walked the keys (the recursive CTE
+ * claim-walk.ts names walk); the notes are taken.
+ */
 const walked = (texts: string[]) => texts.splice(0).map((text) => /\bwalk\(step/.test(text));
 
 /** One keyed message, due before every row enqueued so far. */
