@@ -125,6 +125,7 @@ async function measure({ keys, messages }: { keys: number; messages: number }, m
     const settleTimes: OnTheWire[] = [];
     const store = outbox.store(db);
     const watched: OutboxStore = {
+      settleFits: (requests) => store.settleFits(requests),
       async claim(request) {
         const startedAt = performance.now();
         const result = await store.claim(request);

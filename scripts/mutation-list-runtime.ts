@@ -566,12 +566,12 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     row: 21,
     edits: [
       {
-        file: 'src/core/settle-groups.ts',
-        find: '  const most = Math.min(waiting.length, MAX_SETTLE_OUTCOMES);',
-        replace: '  const most = waiting.length;',
+        file: 'src/store/settle-size.ts',
+        find: '  const most = Math.min(requests.length, MAX_SETTLE_OUTCOMES);',
+        replace: '  const most = requests.length;',
       },
       {
-        file: 'src/core/settle-groups.ts',
+        file: 'src/store/settle-size.ts',
         find: '    if (bytes >= MAX_SETTLE_PAYLOAD_BYTES) return taken + 1;\n',
         replace: '',
       },

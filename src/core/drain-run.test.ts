@@ -22,6 +22,7 @@ const NOW = 1_000_000;
 function aRun(): DrainRun {
   const settings = resolveSettings({
     store: {
+      settleFits: (requests) => requests.length,
       claim: () => Promise.reject(new Error('not claimed here')),
       settle: () => Promise.reject(new Error('not settled here')),
     },
@@ -45,8 +46,6 @@ function claimOf(ids: readonly number[], options: { behind?: number; k?: string 
       maxAttempts: 10,
       createdAt: new Date(NOW),
       claimToken: token,
-      rowId: '(0,1)',
-      payloadBytes: 2,
     };
     if (index === 0 && options.behind !== undefined) message.behind = String(options.behind);
     return { message, claimToken: token, lease };

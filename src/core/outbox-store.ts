@@ -77,16 +77,6 @@ export interface ClaimedMessage {
   createdAt: Date;
   claimToken: string;
   /**
-   * Where the claim left the row, opaque to everyone but the store (PostgreSQL's ctid): the
-   * settle reads the row there instead of probing an index for it.
-   */
-  rowId: string;
-  /**
-   * The payload's size as the table stores it, in bytes. A settle write's deliveries are
-   * bounded by it ({@link MAX_SETTLE_PAYLOAD_BYTES}).
-   */
-  payloadBytes: number;
-  /**
    * The last row of the request's `holding` run this one continues: the claim took it right
    * behind that row, which this drain still holds, so it may be sent only once that row is
    * delivered. Absent for a row without an ordering key, and for a run that starts at its key's
@@ -201,10 +191,13 @@ export interface ClaimResult {
   partial?: boolean;
 }
 
-/** What a settle needs of a claimed message: where its row is, the claim that owns it, its key and size. */
+/**
+ * What a settle needs of a claimed message: the message as its store's claim returned it, with
+ * whatever else that store keeps on it (where the row is, its size), passed back as it came.
+ */
 export type SettledMessage = Pick<
   ClaimedMessage,
-  'id' | 'key' | 'claimToken' | 'rowId' | 'payloadBytes' | 'destinationWatched'
+  'id' | 'key' | 'claimToken' | 'destinationWatched'
 >;
 
 /** One claimed message's outcome, to be recorded. */
@@ -212,21 +205,6 @@ export interface SettleRequest {
   message: SettledMessage;
   settlement: Settlement;
 }
-
-/**
- * The most outcomes one `settle` call may carry. The store records a settle's deliveries as one
- * group of delivered history, and one statement's arrays of ids, tokens and errors stay small
- * enough for any driver's request (Neon's HTTP endpoint limits its body).
- */
-export const MAX_SETTLE_OUTCOMES = 1000;
-
-/**
- * About the most payload the deliveries of one `settle` call may hold, by `payloadBytes`: their
- * history group is one value, which reading or discarding one of its messages reads whole. A
- * call may pass this by one message (a single payload is never split), and payloads are at most
- * `MAX_PAYLOAD_BYTES`, so no group comes near PostgreSQL's 1 GB limit for a value.
- */
-export const MAX_SETTLE_PAYLOAD_BYTES = 8 * 1024 * 1024;
 
 export interface SettleResult {
   /** Ids written. */
@@ -273,15 +251,21 @@ export interface OutboxStats {
 export interface OutboxStore {
   claim(request: ClaimRequest): Promise<ClaimResult>;
   /**
-   * Every outcome in ONE statement, each guarded by its claim token: at most
-   * {@link MAX_SETTLE_OUTCOMES}, their deliveries' payloads about
-   * {@link MAX_SETTLE_PAYLOAD_BYTES} at most.
+   * Every outcome in ONE statement, each guarded by its claim token; as many as
+   * {@link settleFits} says fit in one.
    */
   settle(
     requests: readonly SettleRequest[],
     now: Date,
     options?: SettleOptions,
   ): Promise<SettleResult>;
+  /**
+   * How many of `requests`, from the first, one `settle` takes (1 at least): a store's writes
+   * have limits of their own (the PostgreSQL store's: 1,000 outcomes, and about 8 MB of
+   * delivered payload, a group of history being one value). A store without limits returns
+   * `requests.length`; a store that wraps another passes this on, as its settle.
+   */
+  settleFits(requests: readonly SettleRequest[]): number;
   /**
    * Adds one drain run to the store's record for metrics, in one statement. Optional: a drain
    * over a store without it records nothing.

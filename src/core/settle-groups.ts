@@ -10,11 +10,7 @@ import {
   noteWritten,
   type QueuedMessage,
 } from './drain-run.js';
-import {
-  MAX_SETTLE_OUTCOMES,
-  MAX_SETTLE_PAYLOAD_BYTES,
-  type SettleRequest,
-} from './outbox-store.js';
+import type { OutboxStore, SettleRequest } from './outbox-store.js';
 import { writeGroup } from './settle-writes.js';
 import type { Settlement } from './settlement.js';
 
@@ -93,7 +89,7 @@ export class SettleGroups {
         continue;
       }
       if (this.#waiting.length === 0) return;
-      this.#start(writable(this.#waiting));
+      this.#start(writable(this.#run.settings.store, this.#waiting));
     }
   }
 
@@ -114,7 +110,7 @@ export class SettleGroups {
     const free = budgetLeft(run);
     const short = free < settings.concurrency + 2;
     if (due || short) {
-      const taken = writable(this.#waiting);
+      const taken = writable(settings.store, this.#waiting);
       const completed = short ? claimsCompleted(this.#waiting, taken) : 0;
       // Paid for: a subrequest to spare beside the writes owed, or the write takes some
       // claim's last outcomes and that claim's own write was kept free for it.
@@ -180,18 +176,10 @@ function claimsCompleted(waiting: readonly WaitingOutcome[], taken: number): num
 }
 
 /**
- * How many of the waiting outcomes, earliest lease first, one write takes: at most
- * MAX_SETTLE_OUTCOMES, and deliveries up to MAX_SETTLE_PAYLOAD_BYTES of payload (the one that
- * passes it included). What is left waits for the next write.
+ * How many of the waiting outcomes, earliest lease first, one write takes: as many as the
+ * store's settle fits (OutboxStore.settleFits). What is left waits for the next write.
  */
-function writable(waiting: readonly WaitingOutcome[]): number {
-  const most = Math.min(waiting.length, MAX_SETTLE_OUTCOMES);
-  let bytes = 0;
-  for (let taken = 0; taken < most; taken++) {
-    const { message, settlement } = waiting[taken]!.request;
-    if (settlement.outcome !== 'delivered') continue;
-    bytes += message.payloadBytes;
-    if (bytes >= MAX_SETTLE_PAYLOAD_BYTES) return taken + 1;
-  }
-  return most;
+function writable(store: OutboxStore, waiting: readonly WaitingOutcome[]): number {
+  const fits = store.settleFits(waiting.map(({ request }) => request));
+  return Math.max(1, Math.min(waiting.length, fits));
 }

@@ -44,8 +44,7 @@ export const ARCHIVED_COLUMNS = `m.id, m.key, m.kind, m.payload, m.ordering_key,
  * statement, from {@link historyBounds} over the settle's deliveries: the drain has them at
  * hand, and aggregating them here (range_agg, and keys compared as text, since PostgreSQL has
  * no min or max for uuid) cost more server CPU than the rest of the group (docs/benchmarks.md).
- * The drain keeps a settle within one group's size (MAX_SETTLE_OUTCOMES,
- * MAX_SETTLE_PAYLOAD_BYTES).
+ * The store's settleFits keeps a settle within one group's size (settle-size.ts).
  *
  * The bounds cover every delivery of the settle, so they may also hold the id or key of one that
  * is not in the group: stale (another drain owns the row now) or kept in messages by its dedupe

@@ -12,6 +12,7 @@ import type {
   MessageState,
 } from '../core/outbox-store.js';
 import type { TraceContext } from '../core/trace-context.js';
+import type { RowPlace } from './settle-size.js';
 
 /** A row as the drivers return it: int8 as string, timestamptz as Date, jsonb parsed. */
 export interface MessageRow {
@@ -103,8 +104,9 @@ export type ClaimedRow = Pick<
   keyed_waiting?: boolean | null;
 };
 
-export function claimedFromRow(row: ClaimedRow, claimToken: string): ClaimedMessage {
-  const claimed: ClaimedMessage = {
+/** The claimed message, with where its row is and its payload's size for its settle. */
+export function claimedFromRow(row: ClaimedRow, claimToken: string): ClaimedMessage & RowPlace {
+  const claimed: ClaimedMessage & RowPlace = {
     id: String(row.id),
     key: row.key,
     kind: row.kind,

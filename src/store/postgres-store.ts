@@ -6,7 +6,6 @@ import { isMessageId } from '../core/message-id.js';
 import {
   type ClaimRequest,
   type ClaimResult,
-  MAX_SETTLE_OUTCOMES,
   MESSAGE_STATES,
   type MessageRecord,
   type MessageState,
@@ -52,6 +51,7 @@ import { purgeFinished } from './purge-passes.js';
 import { PostgresReplayStore } from './replay-store.js';
 import { DEFAULT_SCHEMA, quoteSchema } from './schema-name.js';
 import { settleKeepsHealth, settleParameters } from './settle-parameters.js';
+import { MAX_SETTLE_OUTCOMES, settleFits } from './settle-size.js';
 import { type OutboxStatements, outboxStatements } from './statements.js';
 
 export { DEFAULT_PURGE_BATCH } from './purge-passes.js';
@@ -124,6 +124,10 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
       request.limit,
     ]);
     return claimResultFromRows(result.rows, request.claimToken);
+  }
+
+  settleFits(requests: readonly SettleRequest[]): number {
+    return settleFits(requests);
   }
 
   async settle(

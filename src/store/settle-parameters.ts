@@ -3,6 +3,7 @@ import type { SettledMessage, SettleRequest } from '../core/outbox-store.js';
 import { MAX_RETRY_AFTER_MS } from '../core/retry-policy.js';
 import { deliveryDuration, deliveryStatus, failedAttemptJson } from './attempt-log.js';
 import { historyBounds } from './history-groups.js';
+import { placed } from './settle-size.js';
 
 /**
  * The settle statement's parameters for `requests` (see settle-statement.ts): one array per
@@ -33,7 +34,7 @@ export function settleParameters(
   const retryAfter: (number | null)[] = [];
   for (const { message, settlement } of requests) {
     ids.push(message.id);
-    rowIds.push(message.rowId);
+    rowIds.push(placed(message).rowId);
     let tokenNumber = numberOf.get(message.claimToken);
     if (tokenNumber === undefined) {
       tokenNumber = tokens.push(message.claimToken);

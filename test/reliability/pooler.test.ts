@@ -107,6 +107,7 @@ function scheduleOver(db: BatchSqlExecutor, watch: Watch, userAgent: string) {
   return startDrainSchedule(
     {
       store: {
+        settleFits: (requests) => store.settleFits(requests),
         claim: (request) => store.claim(request).catch(note),
         settle: (requests, now) => store.settle(requests, now).catch(note),
         purge: (request) => store.purge(request),

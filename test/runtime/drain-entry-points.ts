@@ -131,6 +131,7 @@ export async function newWorld(
   };
   const real = outbox.store(db);
   const store: OutboxStore & PurgeStore = {
+    settleFits: (requests) => real.settleFits(requests),
     async claim(request) {
       seen.claims.push({ request, sendsEnded: seen.sendsEnded });
       const result = await real.claim(request);

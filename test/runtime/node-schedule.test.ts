@@ -117,6 +117,7 @@ describe('startDrainSchedule', () => {
     const schedule = startDrainSchedule(
       {
         store: {
+          settleFits: (requests) => real.settleFits(requests),
           claim: (request) => {
             claims += 1;
             if (claims === 1) throw new TypeError('a bug in a store');

@@ -42,6 +42,7 @@ function recordingStore(
 ) {
   const claims: { request: ClaimRequest; result: ClaimResult }[] = [];
   const recording: OutboxStore = {
+    settleFits: (requests) => store.settleFits(requests),
     async claim(request) {
       const result = await store.claim(request);
       claims.push({ request, result });

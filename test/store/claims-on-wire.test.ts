@@ -88,6 +88,7 @@ describe.each(DRIVER_NAMES)('claims on the wire, through %s', (driverName) => {
     // no held run, as a store that does not continue runs would not take one (and as a held run
     // whose last outcome is being written is not offered): a's third waits for the write.
     const slowSettles: OutboxStore = {
+      settleFits: (requests) => store.settleFits(requests),
       claim: (request) => store.claim({ ...request, holding: undefined }),
       async settle(requests, now) {
         await sleep(5 * ROUND_TRIP_MS);

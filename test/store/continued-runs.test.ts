@@ -113,6 +113,7 @@ function lastOf(result: ClaimResult): Pick<HeldRun, 'lastId' | 'lastToken'> {
 function claimsRecorded(store: OutboxStore) {
   const results: ClaimResult[] = [];
   const recorded: OutboxStore = {
+    settleFits: (requests) => store.settleFits(requests),
     async claim(request) {
       const result = await store.claim(request);
       results.push(result);

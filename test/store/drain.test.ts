@@ -254,6 +254,7 @@ describe.each(DRIVER_NAMES)('drainOnce through %s', (driverName) => {
     const secondMayFinish = gate();
     // The first drain stalls just before its settle (a long GC pause, a lost packet) ...
     const stallingStore: OutboxStore = {
+      settleFits: (requests) => store.settleFits(requests),
       claim: (request) => store.claim(request),
       async settle(requests, now) {
         firstAtSettle.open();
@@ -356,6 +357,7 @@ describe.each(DRIVER_NAMES)('drainOnce through %s', (driverName) => {
       if (!slowDone) sentWhileSlowRan.push(message.key);
     });
     const watching: OutboxStore = {
+      settleFits: (requests) => store.settleFits(requests),
       claim: (request) => store.claim(request),
       async settle(requests, now) {
         const result = await store.settle(requests, now);

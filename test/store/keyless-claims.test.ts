@@ -165,6 +165,7 @@ describe('claims while no ordering key is unfinished', () => {
     );
     let keyed: Promise<string> | undefined;
     const claiming: OutboxStore = {
+      settleFits: (requests) => store.settleFits(requests),
       async claim(request) {
         const result = await store.claim(request);
         keyed ??= enqueueKeyedEarly(outbox, driver);

@@ -35,6 +35,7 @@ function recordingStore(rows: number) {
   const writtenAt = new Map<string, number>();
   let settles = 0;
   const store: OutboxStore = {
+    settleFits: (requests) => requests.length,
     async claim(request) {
       await sleep(STORE_ROUND_TRIP_MS);
       const count = Math.min(request.limit, rows - next);
@@ -50,8 +51,6 @@ function recordingStore(rows: number) {
           maxAttempts: 25,
           createdAt: new Date(0),
           claimToken: request.claimToken,
-          rowId: `(0,${next})`,
-          payloadBytes: 2,
         };
       });
       claims.push({

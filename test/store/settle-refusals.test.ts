@@ -43,6 +43,7 @@ function recordingLogger(): Logger & { lines: LogLine[] } {
 function watchedSettles(store: OutboxStore, fail?: (call: number) => Error | undefined) {
   const calls: string[][] = [];
   const watched: OutboxStore = {
+    settleFits: (requests) => store.settleFits(requests),
     claim: (request) => store.claim(request),
     async settle(requests: readonly SettleRequest[], now) {
       calls.push(

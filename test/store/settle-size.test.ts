@@ -8,14 +8,14 @@
 import { describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
 import type { JsonValue } from '../../src/core/message.js';
+import type { OutboxStore, SettleRequest } from '../../src/core/outbox-store.js';
+import { delivered } from '../../src/core/settlement.js';
+import type { Outbox } from '../../src/outbox.js';
 import {
   MAX_SETTLE_OUTCOMES,
   MAX_SETTLE_PAYLOAD_BYTES,
-  type OutboxStore,
-  type SettleRequest,
-} from '../../src/core/outbox-store.js';
-import { delivered } from '../../src/core/settlement.js';
-import type { Outbox } from '../../src/outbox.js';
+  placed,
+} from '../../src/store/settle-size.js';
 import { useTestDatabase } from '../support/database.js';
 import { claimRequest, freshOutbox, recordingSender } from '../support/drain-fixtures.js';
 import { useDriver } from '../support/drivers.js';
@@ -34,6 +34,7 @@ function heldStore(store: OutboxStore) {
     release = resolve;
   });
   const held: OutboxStore = {
+    settleFits: (requests) => store.settleFits(requests),
     claim: (request) => store.claim(request),
     async settle(requests, now) {
       settles.push([...requests]);
@@ -100,7 +101,7 @@ describe('settle size', () => {
     expect(report).toMatchObject({ delivered: 80, stale: 0 });
     expect(settles.length).toBeGreaterThan(2);
     for (const requests of settles) {
-      const sizes = requests.map(({ message }) => message.payloadBytes);
+      const sizes = requests.map(({ message }) => placed(message).payloadBytes);
       const total = sizes.reduce((sum, bytes) => sum + bytes, 0);
       // The message that passes the bound goes in, so a settle is over it by less than one.
       expect(total - sizes.at(-1)!).toBeLessThan(MAX_SETTLE_PAYLOAD_BYTES);
@@ -126,6 +127,22 @@ describe('settle size', () => {
     });
     expect(await store.settle(requests.slice(1), new Date())).toMatchObject({ stale: [] });
   });
+
+  it('the store says how many outcomes fit in one settle, and refuses a message its claim did not return', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    await enqueueMany(outbox, 3, (n) => ({ n }));
+    const { claimed } = await store.claim(claimRequest({ limit: 3 }));
+    const requests = claimed.map((message) => ({ message, settlement: delivered() }));
+    expect(store.settleFits(requests)).toBe(3);
+    // Fields the drain knows of, without the row's place the claim put beside them.
+    const { id, key, claimToken } = claimed[1]!;
+    const stranger = { message: { id, key, claimToken }, settlement: delivered() };
+    expect(() => store.settleFits([requests[0]!, stranger])).toThrow(
+      `settle: message ${id} did not come from this store's claim`,
+    );
+    await expect(store.settle([requests[0]!, stranger], new Date())).rejects.toThrow(TypeError);
+    expect(await store.stats(new Date())).toMatchObject({ claimed: 3, delivered: 0 });
+  });
 });
 
 describe('a history group whose bounds cover a stale delivery', () => {
@@ -148,16 +165,9 @@ describe('a history group whose bounds cover a stale delivery', () => {
       new Date(),
     );
     expect(settled.stale).toEqual([middle!.id]);
-    // The other drain delivers it in a group of its own.
-    const late = await store.settle(
-      [
-        {
-          message: { ...middle!, claimToken: otherToken, rowId: taken[0]!.row_id },
-          settlement: delivered(),
-        },
-      ],
-      new Date(),
-    );
+    // The other drain delivers it in a group of its own (its claim left the row where it is now).
+    const takenOver = { ...placed(middle!), claimToken: otherToken, rowId: taken[0]!.row_id };
+    const late = await store.settle([{ message: takenOver, settlement: delivered() }], new Date());
     expect(late.stale).toEqual([]);
 
     const { rows } = await database.pool.query<{ size: number; covers: boolean }>(

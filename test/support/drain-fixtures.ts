@@ -177,6 +177,7 @@ export function claimCountingStore(
 ): { seen: ClaimsSeen; store: OutboxStore } {
   const seen: ClaimsSeen = { onWire: 0, mostOnWire: 0 };
   const watched: OutboxStore = {
+    settleFits: (requests) => store.settleFits(requests),
     async claim(request) {
       seen.onWire += 1;
       seen.mostOnWire = Math.max(seen.mostOnWire, seen.onWire);

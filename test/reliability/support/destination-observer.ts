@@ -40,6 +40,7 @@ export function observeDestination(
     contacts,
     refused: () => refused,
     store: {
+      settleFits: (requests) => store.settleFits(requests),
       claim: async (request: ClaimRequest) => {
         const startedAt = Date.now();
         const result = await store.claim(request);
