@@ -509,8 +509,8 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     row: 20,
     edits: [
       {
-        file: DRAIN,
-        find: 'run.claimsSinceFullScan < CLAIMS_PER_FULL_SCAN - 1',
+        file: 'src/store/claim-position.ts',
+        find: 'position.fromCursor < CLAIMS_PER_FULL_SCAN - 1',
         replace: 'true',
       },
     ],
@@ -518,6 +518,24 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
       cursorTest(
         'a row that comes due behind the cursor goes out with the next scan from the start',
       ),
+    ],
+  },
+  {
+    name: 'a claim out of a backlog starts at the cursor',
+    row: 20,
+    edits: [
+      {
+        file: 'src/store/claim-position.ts',
+        find: 'return request.backlog === true && position.fromCursor',
+        replace: 'return position.fromCursor',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/claim-cursor.test.ts',
+        name: 'take rows after the cursor first, top up from the start, and name the last row taken',
+        driver: 'node-pg',
+      },
     ],
   },
   {

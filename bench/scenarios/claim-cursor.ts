@@ -6,9 +6,10 @@
  * instead. Both claims are timed here, interleaved, on one table where 290,000 messages were
  * delivered since the last vacuum (outbox-relay only: the peers have no cursor to compare).
  */
-import type { ClaimCursor, ClaimRequest } from '../../src/core/outbox-store.js';
+import type { ClaimRequest } from '../../src/core/outbox-store.js';
 import { delivered as deliveredOutcome } from '../../src/core/settlement.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
+import { type ClaimCursor, positionOf, positionText } from '../../src/store/claim-position.js';
 import { quoteSchema } from '../../src/store/schema-name.js';
 import { scaled } from '../lib/config.js';
 import { rotated } from '../lib/order.js';
@@ -51,14 +52,17 @@ export const claimCursorScenario: Scenario = {
         [delivered],
       );
       const store = benchOutbox().store(pgExecutor(pool));
-      // Where a drain that delivered those rows would start: after the last one.
-      let cursor: ClaimCursor | undefined = { dueAt: rows[0]!.due_at, id: String(rows[0]!.id) };
+      // Where a drain that delivered those rows would start: after the last one. Every claim
+      // from the cursor resumes as one that has not yet come to its scan from the start.
+      const fromCursor = (cursor: ClaimCursor | undefined) =>
+        positionText(cursor ? { cursor, fromCursor: 0 } : { fromCursor: 0 });
+      let resumeAt = fromCursor({ dueAt: rows[0]!.due_at, id: String(rows[0]!.id) });
       const times = { start: [] as number[], cursor: [] as number[] };
       for (let round = 1; round <= WARM_CLAIMS + TIMED_CLAIMS; round++) {
         for (const mode of rotated(['start', 'cursor'] as const, round)) {
           const request: ClaimRequest = {
             ...claimRequest(CLAIM_SIZE),
-            after: mode === 'cursor' ? cursor : undefined,
+            ...(mode === 'cursor' ? { resumeAt, backlog: true } : {}),
           };
           const startedAt = performance.now();
           const result = await store.claim(request);
@@ -67,7 +71,7 @@ export const claimCursorScenario: Scenario = {
             throw new Error(`claim from the ${mode}: ${result.claimed.length} of ${CLAIM_SIZE}`);
           }
           if (round > WARM_CLAIMS) times[mode].push(elapsed);
-          if (mode === 'cursor') cursor = result.last;
+          if (mode === 'cursor') resumeAt = fromCursor(positionOf(result.resumeAt).cursor);
           // Delivered at once (untimed), as in a drain: its rows join the deleted ones.
           await store.settle(
             result.claimed.map((message) => ({ message, settlement: deliveredNow })),

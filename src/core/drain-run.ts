@@ -6,7 +6,7 @@
 import type { DrainOptions, DrainReport, StopReason } from './drain-settings.js';
 import type { DrainRunTrace } from './drain-tracing.js';
 import { SubrequestBudgetError } from './errors.js';
-import type { ClaimCursor, ClaimedMessage, HeldRun } from './outbox-store.js';
+import type { ClaimedMessage, HeldRun } from './outbox-store.js';
 import type { Settings } from './resolved-settings.js';
 import type { SendContext } from './sender.js';
 
@@ -184,10 +184,8 @@ export interface DrainRun {
   lastClaimFound: boolean;
   /** Claims are over for this drain: a stop reason held, or a failure. */
   claimsOver: boolean;
-  /** Where the next claim of a backlog may start its scan: the last row claimed so far. */
-  cursor: ClaimCursor | undefined;
-  /** Where the next due claim's walk of ordering keys starts (the store's, opaque here). */
-  keysAfter: string | undefined;
+  /** Where the next due claim resumes: the last claim to land said (the store's, opaque here). */
+  resumeAt: string | undefined;
   /**
    * The runs of ordering keys this drain holds, by key, until their last row's outcome goes
    * into a settle write (see heldRuns, noteWritten).
@@ -195,8 +193,6 @@ export interface DrainRun {
   heldRuns: Map<string, HeldKeyRun>;
   /** The last claim to land took an ordering key's run: the next claims go one at a time. */
   walkingKeys: boolean;
-  /** Claims since the last one that scanned from the start of the due order. */
-  claimsSinceFullScan: number;
   /** When a claim next also takes probes of half-open destinations (ms, the drain's clock). */
   nextProbeAt: number;
   /** How long the last claim took, ms: the time the queue must last while the next one runs. */
@@ -240,11 +236,9 @@ export function newRun(
     moreDue: true,
     lastClaimFound: false,
     claimsOver: false,
-    cursor: undefined,
-    keysAfter: undefined,
+    resumeAt: undefined,
     heldRuns: new Map(),
     walkingKeys: false,
-    claimsSinceFullScan: 0,
     nextProbeAt: Number.NEGATIVE_INFINITY,
     claimMs: 0,
     sendMs: 0,

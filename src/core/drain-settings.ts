@@ -223,23 +223,6 @@ export const DEFAULT_SETTLE_GROUP_SIZE = 32;
 export const DEFAULT_SETTLE_GROUP_MS = 5;
 
 /**
- * While a drain claims a backlog (its last claim came back full), each claim starts its scan
- * after the last row the drain claimed, by due time and id, and every fourth scans from the start
- * of the due order instead, for what came due behind the cursor: an ordering key's next message
- * once its head is delivered, a lease that ran out, a row released unsent. A claim after the
- * cursor that does not fill its batch takes rows from the start as well, so a short claim still
- * means nothing more was due.
- *
- * A scan from the start steps over every row at the head of the due order that it cannot take:
- * the rows this drain has claimed and not yet settled (queued, being sent, in a settle write;
- * several hundred in a fast drain), and the index entries of rows settle deleted, which stay
- * until a vacuum. In no-op drains of 30,000 (batch 100, 10 in flight) the claims' index scans
- * visited 6.1 to 6.6 heap rows per row claimed; starting at the cursor, 3.3 to 3.7
- * (docs/benchmarks.md, "The claim's cursor").
- */
-export const CLAIMS_PER_FULL_SCAN = 4;
-
-/**
  * Five seconds between claims that also probe half-open destinations and park what waits for
  * open ones (docs/destinations.md): a default pause lasts 30 s or more, so a probe waits at
  * most a sixth of it, and the claims between skip the lookup and its writes. With a shorter

@@ -18,7 +18,6 @@ import {
 } from './drain-run.js';
 import { batchFrom, type LaneShared, reasonNotToSend, sendBatch, sendOne } from './drain-sends.js';
 import {
-  CLAIMS_PER_FULL_SCAN,
   type DrainOptions,
   type DrainReport,
   MAX_CLAIMS_ON_WIRE,
@@ -271,11 +270,6 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
       sendsAffordable(run) * settings.rowsPerSend,
     ),
   );
-  // In a backlog, start after the last row claimed; see CLAIMS_PER_FULL_SCAN.
-  const after =
-    claimingBacklog(run) && run.claimsSinceFullScan < CLAIMS_PER_FULL_SCAN - 1
-      ? run.cursor
-      : undefined;
   // Probes of half-open destinations ride on a run's first claim and one every
   // PROBE_INTERVAL_MS after (or every first pause, when pauses are shorter): the claims
   // between need not pay for looking.
@@ -302,12 +296,12 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
       keys: run.options.keys,
       deadHeadBlocks: settings.deadHeadBlocks,
       kinds: settings.kinds,
-      after,
+      resumeAt: run.resumeAt,
+      backlog: claimingBacklog(run),
       probe,
       // A lane sends a key's run one row after another: a share of the batch per lane keeps
       // every lane busy when the claim spans as many keys as there are lanes.
       keyShare: Math.ceil(limit / settings.concurrency),
-      keysAfter: run.keysAfter,
       holding: run.options.keys ? undefined : heldRuns(run, claimedAt.getTime()),
     });
     endSpan?.();
@@ -317,14 +311,13 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
   } finally {
     run.rowsOnWire -= limit;
   }
-  const { claimed, exhausted, last } = result;
+  const { claimed, exhausted } = result;
   run.claimMs = performance.now() - startedAt;
-  run.claimsSinceFullScan = after ? run.claimsSinceFullScan + 1 : 0;
-  // With two claims on the wire, the one to land last may have stopped earlier in due order:
-  // the cursor then steps back by at most a batch, which the next scan steps over again.
-  if (last) run.cursor = last;
-  if (result.keysWalked !== undefined) run.keysAfter = result.keysWalked;
-  run.walkingKeys = result.keysWalked !== undefined;
+  // With two claims on the wire, each resumes where the last to land before them left off, and
+  // the one to land last says where the next resumes: it may have stopped earlier than the
+  // other, by at most a batch, which the next claim steps over again.
+  if (result.resumeAt !== undefined) run.resumeAt = result.resumeAt;
+  run.walkingKeys = result.tookRuns === true;
   report.claimed += claimed.length;
   report.dead += exhausted.length;
   run.moreDue =

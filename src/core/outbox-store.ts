@@ -95,12 +95,6 @@ export interface ClaimedMessage {
 /** A row a claim set aside as dead: its final attempt's lease ran out without an outcome. */
 export type ExhaustedMessage = Pick<MessageRecord, 'id' | 'key' | 'kind' | 'attempts'>;
 
-/** A row's place in due order: due time, then id. */
-export interface ClaimCursor {
-  dueAt: Date;
-  id: string;
-}
-
 export interface ClaimRequest {
   now: Date;
   claimToken: string;
@@ -113,12 +107,18 @@ export interface ClaimRequest {
   /** Claim only these kinds: the ones this drain has senders for. */
   kinds: readonly string[];
   /**
-   * Claim only rows after this one in due order (an earlier claim's `last`). The scan then
-   * starts there instead of stepping over every row delivered since the last vacuum, whose
-   * index entries stay at the head of the due order until then. Rows behind it (a lease that
-   * ran out, an ordering key's next message) wait for a claim without it.
+   * Due claims: where the drain's last claim to land left off (its `resumeAt`), opaque to all
+   * but the store, which may start its scans there instead of from the start. The PostgreSQL
+   * store starts its walk of the ordering keys after the key the last walk took last, and in a
+   * backlog scans the due order after the last row it took (docs/benchmarks.md, "The claim's
+   * cursor").
    */
-  after?: ClaimCursor;
+  resumeAt?: string;
+  /**
+   * Due claims: the drain's last claim came back full (or set rows aside), so more is probably
+   * due: a backlog.
+   */
+  backlog?: boolean;
   /**
    * Also take one probe of each half-open destination (docs/destinations.md), beside the due
    * rows. Due claims only; the drain asks on its first claim and every few seconds after.
@@ -133,12 +133,6 @@ export interface ClaimRequest {
    * the limit (one key alone may fill it).
    */
   keyShare?: number;
-  /**
-   * Due claims: where the claim's walk of ordering keys starts (an earlier claim's
-   * `keysWalked`), so keys late in key order get their turn before early ones come round again.
-   * Opaque to all but the store.
-   */
-  keysAfter?: string;
   /**
    * Due claims: the runs of ordering keys this drain holds, none known to have failed. Where a
    * key's first unfinished row is one of such a run, the claim may take the rows right behind
@@ -170,13 +164,14 @@ export interface ClaimResult {
   claimed: ClaimedMessage[];
   /** Rows the claim set aside as dead: their final attempt's lease ran out unsettled. */
   exhausted: ExhaustedMessage[];
+  /** Due claims: where the drain's next due claim resumes (ClaimRequest.resumeAt). */
+  resumeAt?: string;
   /**
-   * The last row without an ordering key this claim took, claimed or set aside, in due order;
-   * absent when none.
+   * Due claims: the claim took runs of ordering keys. A second claim made before this one's rows
+   * are recorded would find those runs locked and come back short, so the next claims go one at
+   * a time.
    */
-  last?: ClaimCursor;
-  /** Where the next due claim's walk of ordering keys starts; absent when it took no key's run. */
-  keysWalked?: string;
+  tookRuns?: boolean;
   /**
    * Due claims: nothing more was claimable until this claim's rows are recorded (what is left
    * waits behind them, is out with other drains, or is not yet due), so a claim ahead would come

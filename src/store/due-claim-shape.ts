@@ -4,6 +4,15 @@
  * just to give it a type.
  */
 import type { ClaimRequest } from '../core/outbox-store.js';
+import type { ClaimCursor } from './claim-position.js';
+
+/** A due claim's request, with where it starts (see claim-position.ts). */
+export interface PositionedClaim extends ClaimRequest {
+  /** Claim only rows after this one in due order (the claim's cursor). */
+  after?: ClaimCursor;
+  /** Start the walk of the ordering keys after this key (none: at the first). */
+  walkAfter?: string;
+}
 
 /** What shapes a due claim's text: its limit, a key's share, a cursor, probes, keyed rows. */
 export interface DueClaimShape {
@@ -27,7 +36,7 @@ export interface DueClaimShape {
 }
 
 /** The shape of the due claim a drain's request asks for. */
-export function dueClaimShape(request: ClaimRequest): DueClaimShape {
+export function dueClaimShape(request: PositionedClaim): DueClaimShape {
   const { limit, keyShare = limit } = request;
   return {
     limit,
@@ -40,16 +49,16 @@ export function dueClaimShape(request: ClaimRequest): DueClaimShape {
 /** What a due claim passes after the five every claim shares, each read from the request. */
 const DUE_PARAMETERS = {
   /** The ordering key the walk starts after (null: the first). */
-  walkStart: (request: ClaimRequest) => request.keysAfter ?? null,
+  walkStart: (request: PositionedClaim) => request.walkAfter ?? null,
   /** The runs the drain holds (ClaimRequest.holding): their keys, first and last rows... */
-  heldKeys: (request: ClaimRequest) => (request.holding ?? []).map((run) => run.orderingKey),
-  heldFirst: (request: ClaimRequest) => (request.holding ?? []).map((run) => run.firstId),
-  heldLast: (request: ClaimRequest) => (request.holding ?? []).map((run) => run.lastId),
+  heldKeys: (request: PositionedClaim) => (request.holding ?? []).map((run) => run.orderingKey),
+  heldFirst: (request: PositionedClaim) => (request.holding ?? []).map((run) => run.firstId),
+  heldLast: (request: PositionedClaim) => (request.holding ?? []).map((run) => run.lastId),
   /** ...and the tokens their last rows are claimed under. */
-  heldTokens: (request: ClaimRequest) => (request.holding ?? []).map((run) => run.lastToken),
+  heldTokens: (request: PositionedClaim) => (request.holding ?? []).map((run) => run.lastToken),
   /** The cursor: the due time and id of the last unkeyed row an earlier claim took. */
-  cursorDue: (request: ClaimRequest) => request.after?.dueAt,
-  cursorId: (request: ClaimRequest) => request.after?.id,
+  cursorDue: (request: PositionedClaim) => request.after?.dueAt,
+  cursorId: (request: PositionedClaim) => request.after?.id,
 } as const;
 
 type DueParameter = keyof typeof DUE_PARAMETERS;
@@ -73,7 +82,7 @@ export function dueParameter(shape: DueClaimShape, name: DueParameter): string {
 
 /** The due claim's parameters: `shared` ($1 to $5), then those its shape reads. */
 export function dueClaimParameters(
-  request: ClaimRequest,
+  request: PositionedClaim,
   shared: readonly unknown[],
   shape: DueClaimShape,
 ): unknown[] {

@@ -25,7 +25,13 @@
  */
 
 import type { ClaimRequest, ClaimResult } from '../core/outbox-store.js';
-import { type DueClaimShape, dueClaimParameters, dueClaimShape } from './due-claim-shape.js';
+import { cursorOf, positionAfter, positionOf, positionText } from './claim-position.js';
+import {
+  type DueClaimShape,
+  dueClaimParameters,
+  dueClaimShape,
+  type PositionedClaim,
+} from './due-claim-shape.js';
 import { type ClaimedRow, claimResultFromRows } from './message-rows.js';
 
 /**
@@ -49,16 +55,24 @@ export class DueClaims {
     this.keyless = keyedWaitingBySchema.get(schema) !== true;
   }
 
-  /** `shared`: the claim's first five parameters (see claimStatement). */
+  /**
+   * `shared`: the claim's first five parameters (see claimStatement). The claim starts where
+   * the request's position says (claim-position.ts), and says where the next resumes.
+   */
   async claim(request: ClaimRequest, shared: readonly unknown[]): Promise<ClaimResult> {
     const walked = !this.keyless;
+    const position = positionOf(request.resumeAt);
+    const positioned: PositionedClaim = { ...request };
+    const after = cursorOf(request, position);
+    if (after) positioned.after = after;
+    if (position.walkAfter !== undefined) positioned.walkAfter = position.walkAfter;
     const shape: DueClaimShape = {
-      ...dueClaimShape(request),
+      ...dueClaimShape(positioned),
       keyed: walked,
       answersWhenEmpty: !walked || this.first,
     };
     this.first = false;
-    const answer = await this.run(this.texts(shape), dueClaimParameters(request, shared, shape));
+    const answer = await this.run(this.texts(shape), dueClaimParameters(positioned, shared, shape));
     // One row of nulls beside the flags when a claim that answers when empty took none. An
     // empty claim that does not could not say: take it that a keyed message waits.
     const flags = answer[0];
@@ -67,8 +81,11 @@ export class DueClaims {
     this.keyless = !keyedWaiting;
     if (keyedWaitingBySchema.size >= SCHEMAS_KEPT) keyedWaitingBySchema.clear();
     keyedWaitingBySchema.set(this.schema, keyedWaiting);
-    const result = claimResultFromRows(rows, request.claimToken);
+    const taken = claimResultFromRows(rows, request.claimToken);
+    const { result } = taken;
     if (!walked && rows.length < request.limit && keyedWaiting) result.partial = true;
+    if (taken.keysWalked !== undefined) result.tookRuns = true;
+    result.resumeAt = positionText(positionAfter(position, after, taken));
     return result;
   }
 }

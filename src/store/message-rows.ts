@@ -12,6 +12,7 @@ import type {
   MessageState,
 } from '../core/outbox-store.js';
 import type { TraceContext } from '../core/trace-context.js';
+import type { ClaimCursor } from './claim-position.js';
 import type { RowPlace } from './settle-size.js';
 
 /** A row as the drivers return it: int8 as string, timestamptz as Date, jsonb parsed. */
@@ -133,13 +134,22 @@ export function toDateOrNull(value: unknown): Date | null {
   return value === null || value === undefined ? null : toDate(value);
 }
 
+/** A claim's result, and where it left off for the next claim's position (claim-position.ts). */
+export interface RowsClaimed {
+  result: ClaimResult;
+  /** The last row without an ordering key it took, claimed or set aside, in due order. */
+  last?: ClaimCursor;
+  /** The key its walk took a run of last; absent when it took no key's run. */
+  keysWalked?: string;
+}
+
 /**
  * A claim's result from its rows: the statement returns them as its update took them; they go
  * out in turns (every key's head and the unkeyed rows in due order, then every key's second
  * row, and so on), so a key's rows are queued in id order, each behind the one before it. The
  * last unkeyed row in due order is where the next claim's scan may start.
  */
-export function claimResultFromRows(rows: readonly ClaimedRow[], claimToken: string): ClaimResult {
+export function claimResultFromRows(rows: readonly ClaimedRow[], claimToken: string): RowsClaimed {
   const claimed: ClaimedMessage[] = [];
   const exhausted: ExhaustedMessage[] = [];
   const behind = continuedRuns(rows[0]?.continued);
@@ -154,9 +164,10 @@ export function claimResultFromRows(rows: readonly ClaimedRow[], claimToken: str
       exhausted.push({ id, key, kind, attempts });
     }
   }
-  const keysWalked = rows.find((row) => row.walk_key != null)?.walk_key ?? undefined;
   const result: ClaimResult = { claimed, exhausted };
-  if (keysWalked !== undefined) result.keysWalked = keysWalked;
+  const taken: RowsClaimed = { result };
+  const keysWalked = rows.find((row) => row.walk_key != null)?.walk_key ?? undefined;
+  if (keysWalked !== undefined) taken.keysWalked = keysWalked;
   if (rows[0]?.caught_up === true) result.caughtUp = true;
   // A probe (a half-open destination's one message) may lie anywhere in due order, and keyed
   // rows come from the walk: the next claim's scan starts after the last row the due scan took,
@@ -166,8 +177,8 @@ export function claimResultFromRows(rows: readonly ClaimedRow[], claimToken: str
   );
   // Due times are whole milliseconds (enqueue truncates them; later writes come from Dates).
   if (lastRow)
-    result.last = { dueAt: new Date(Math.round(Number(lastRow.due_ms))), id: String(lastRow.id) };
-  return result;
+    taken.last = { dueAt: new Date(Math.round(Number(lastRow.due_ms))), id: String(lastRow.id) };
+  return taken;
 }
 
 /** The first row of each continuing run, with the held run's last row it comes behind. */

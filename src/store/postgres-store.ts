@@ -123,7 +123,7 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
       [...request.keys],
       request.limit,
     ]);
-    return claimResultFromRows(result.rows, request.claimToken);
+    return claimResultFromRows(result.rows, request.claimToken).result;
   }
 
   settleFits(requests: readonly SettleRequest[]): number {

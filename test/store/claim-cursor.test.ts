@@ -7,9 +7,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
-import { CLAIMS_PER_FULL_SCAN } from '../../src/core/drain-settings.js';
 import type { ClaimRequest, ClaimResult, OutboxStore } from '../../src/core/outbox-store.js';
 import type { Outbox } from '../../src/outbox.js';
+import {
+  CLAIMS_PER_FULL_SCAN,
+  type ClaimCursor,
+  positionOf,
+} from '../../src/store/claim-position.js';
 import { useTestDatabase } from '../support/database.js';
 import {
   claimCountingStore,
@@ -35,23 +39,55 @@ async function enqueueBacklog(outbox: Outbox, driver: Driver): Promise<void> {
   }
 }
 
-/** The store, with every claim's request and result written down. */
+/** The last row without an ordering key a claim took (or the one before it), from its result. */
+const lastOf = (result: ClaimResult): ClaimCursor | undefined => positionOf(result.resumeAt).cursor;
+
+/**
+ * A store over `driver` with every claim written down: its request, its result, and the cursor
+ * its statement scanned after (none: from the start of the due order), read from the statement
+ * it ran.
+ */
 function recordingStore(
-  store: OutboxStore,
-  onClaim?: (request: ClaimRequest, result: ClaimResult) => Promise<void>,
+  outbox: Outbox,
+  driver: Driver,
+  onClaim?: (claim: RecordedClaim) => Promise<void>,
 ) {
-  const claims: { request: ClaimRequest; result: ClaimResult }[] = [];
+  const cursors: (ClaimCursor | undefined)[] = [];
+  const store = outbox.store({
+    query: (text, params) => {
+      if (/^\s*WITH RECURSIVE claim_now\b/.test(text)) cursors.push(cursorIn(text, params));
+      return driver.db.query(text, params);
+    },
+  });
+  const claims: RecordedClaim[] = [];
   const recording: OutboxStore = {
     settleFits: (requests) => store.settleFits(requests),
     async claim(request) {
       const result = await store.claim(request);
-      claims.push({ request, result });
-      await onClaim?.(request, result);
+      const claim = { request, result, after: cursors.shift() };
+      claims.push(claim);
+      await onClaim?.(claim);
       return result;
     },
     settle: (requests, now) => store.settle(requests, now),
   };
   return { claims, store: recording };
+}
+
+interface RecordedClaim {
+  request: ClaimRequest;
+  result: ClaimResult;
+  /** The cursor the claim's scan of the due order started after; none: from the start. */
+  after: ClaimCursor | undefined;
+}
+
+/** The cursor a claim statement's text reads from its parameters, if it reads one. */
+function cursorIn(text: string, params: readonly unknown[] | undefined): ClaimCursor | undefined {
+  const read =
+    /cursor AS MATERIALIZED \(SELECT \$(\d+)::timestamptz\s+AS due_at, \$(\d+)::bigint/.exec(text);
+  if (!read) return undefined;
+  const [dueAt, id] = [params![Number(read[1]) - 1], params![Number(read[2]) - 1]];
+  return { dueAt: new Date(dueAt as Date), id: String(id) };
 }
 
 describe.each(DRIVER_NAMES)('claims after a cursor through %s', (driverName) => {
@@ -71,15 +107,18 @@ describe.each(DRIVER_NAMES)('claims after a cursor through %s', (driverName) => 
         dueAt: new Date(base + offset * 1000),
       })),
     );
-    const first = await store.claim(claimRequest({ limit: 4 }));
+    // In a backlog: the claims after the first start after the last row the one before took.
+    const resume = (result: ClaimResult) =>
+      claimRequest({ limit: 4, resumeAt: result.resumeAt, backlog: true });
+    const first = await store.claim(claimRequest({ limit: 4, backlog: true }));
     // Rows after a cursor come first; rows before it only top up a batch they do not fill.
     const order = (result: ClaimResult) => result.claimed.map((m) => m.payload);
     expect(order(first)).toEqual([{ index: 5 }, { index: 1 }, { index: 8 }, { index: 2 }]);
-    expect(first.last).toEqual({ dueAt: new Date(base + 3000), id: first.claimed[3]!.id });
+    expect(lastOf(first)).toEqual({ dueAt: new Date(base + 3000), id: first.claimed[3]!.id });
 
-    const second = await store.claim(claimRequest({ limit: 4, after: first.last }));
+    const second = await store.claim(resume(first));
     expect(order(second)).toEqual([{ index: 3 }, { index: 4 }, { index: 0 }, { index: 7 }]);
-    expect(second.last).toEqual({ dueAt: new Date(base + 7000), id: second.claimed[3]!.id });
+    expect(lastOf(second)).toEqual({ dueAt: new Date(base + 7000), id: second.claimed[3]!.id });
 
     // Two rows are left after the cursor; the batch is topped up with the row behind it that
     // the first claim skipped (its lease ran out: here, it was released by hand).
@@ -88,13 +127,29 @@ describe.each(DRIVER_NAMES)('claims after a cursor through %s', (driverName) => 
          claimed_at = NULL, lease_expires_at = NULL, attempts = 0 WHERE id = $1`,
       [first.claimed[1]!.id],
     );
-    const third = await store.claim(claimRequest({ limit: 4, after: second.last }));
+    const third = await store.claim(resume(second));
     expect(order(third)).toEqual([{ index: 1 }, { index: 9 }, { index: 6 }]);
-    expect(third.last).toEqual({ dueAt: new Date(base + 9000), id: third.claimed[2]!.id });
+    expect(lastOf(third)).toEqual({ dueAt: new Date(base + 9000), id: third.claimed[2]!.id });
 
-    // Nothing after the last row and nothing due from the start: an empty claim names no row.
-    const fourth = await store.claim(claimRequest({ limit: 4, after: third.last }));
-    expect(fourth).toEqual({ claimed: [], exhausted: [] });
+    // Nothing after the last row and nothing due from the start: an empty claim leaves the
+    // cursor where it was.
+    const fourth = await store.claim(resume(third));
+    expect(fourth).toMatchObject({ claimed: [], exhausted: [] });
+    expect(lastOf(fourth)).toEqual(lastOf(third));
+    // Out of a backlog, a claim scans from the start, wherever the last one left off: of a row
+    // before the cursor and one after it, it takes the one before.
+    await driver.db.query(
+      `UPDATE ${schema}.messages SET state = 'pending', claim_token = NULL,
+         claimed_at = NULL, lease_expires_at = NULL, attempts = 0 WHERE id = $1`,
+      [first.claimed[0]!.id],
+    );
+    await outbox.enqueue(driver.db, {
+      kind: 'test.kind',
+      payload: { index: 10 },
+      dueAt: new Date(base + 10_000),
+    });
+    const fifth = await store.claim(claimRequest({ limit: 1, resumeAt: third.resumeAt }));
+    expect(order(fifth)).toEqual([{ index: 5 }]);
   });
 });
 
@@ -109,9 +164,9 @@ describe('a drain through a backlog', () => {
     drainOnce({ store, senders: { 'test.kind': sender.send }, batchSize: BATCH, prefetch: false });
 
   it('a drain through a backlog claims from the cursor, and from the start every fourth claim', async () => {
-    const { outbox, store } = await freshOutbox(driver);
+    const { outbox } = await freshOutbox(driver);
     await enqueueBacklog(outbox, driver);
-    const recorded = recordingStore(store);
+    const recorded = recordingStore(outbox, driver);
     const sender = recordingSender();
     const report = await drainOneClaimAtATime(recorded.store, sender);
     expect(report.delivered).toBe(BACKLOG);
@@ -126,57 +181,59 @@ describe('a drain through a backlog', () => {
     expect([[0], [0, 0]]).toContainEqual(sizes.slice(BACKLOG / BATCH));
     expect(claims.filter((c) => c.result.partial === true)).toEqual([]);
     // Through the backlog and its first empty claim:
-    claims.slice(0, BACKLOG / BATCH + 1).forEach(({ request }, index) => {
+    claims.slice(0, BACKLOG / BATCH + 1).forEach(({ after }, index) => {
       // The first claim has no cursor yet; from then on, every fourth starts from the start.
       const fromStart = index % CLAIMS_PER_FULL_SCAN === 0;
-      expect({ index, after: request.after }).toEqual({
+      expect({ index, after }).toEqual({
         index,
-        after: fromStart ? undefined : claims[index - 1]!.result.last,
+        after: fromStart ? undefined : lastOf(claims[index - 1]!.result),
       });
     });
   });
 
   it('a row that comes due behind the cursor goes out with the next scan from the start', async () => {
-    const { outbox, store } = await freshOutbox(driver);
+    const { outbox } = await freshOutbox(driver);
     await enqueueBacklog(outbox, driver);
     let late: string | undefined;
-    const recorded = recordingStore(store, async (request, result) => {
-      if (late !== undefined || request.after === undefined || !result.last) return;
+    const recorded = recordingStore(outbox, driver, async ({ after, result }) => {
+      const last = lastOf(result);
+      if (late !== undefined || after === undefined || !last) return;
       // Due before everything the first claim after a cursor took: behind the cursor.
       [late] = await outbox.enqueue(driver.db, {
         kind: 'test.kind',
         payload: { late: true },
-        dueAt: new Date(result.last.dueAt.getTime() - 60_000),
+        dueAt: new Date(last.dueAt.getTime() - 60_000),
       });
     });
     const sender = recordingSender();
     await drainOneClaimAtATime(recorded.store, sender);
     expect(sender.timesSent(late!)).toBe(1);
-    const firstAfterCursor = recorded.claims.findIndex(({ request }) => request.after);
+    const firstAfterCursor = recorded.claims.findIndex(({ after }) => after);
     const takenBy = recorded.claims.findIndex(({ result }) =>
       result.claimed.some((m) => m.key === late),
     );
     // Taken by the next claim from the start, while most of the backlog was still due: not
     // left for the drain's last claim.
     expect(takenBy - firstAfterCursor).toBe(CLAIMS_PER_FULL_SCAN - 1);
-    expect(recorded.claims[takenBy]!.request.after).toBeUndefined();
+    expect(recorded.claims[takenBy]!.after).toBeUndefined();
     expect(takenBy).toBeLessThan(recorded.claims.length - 1);
   });
 
   it('a row that comes due behind the cursor as the backlog runs out still goes out in this drain', async () => {
-    const { outbox, store } = await freshOutbox(driver);
+    const { outbox } = await freshOutbox(driver);
     await enqueueBacklog(outbox, driver);
     let claimedSoFar = 0;
     let late: string | undefined;
-    const recorded = recordingStore(store, async (_request, result) => {
+    const recorded = recordingStore(outbox, driver, async ({ result }) => {
       claimedSoFar += result.claimed.length;
+      const last = lastOf(result);
       // This claim took the backlog's last rows; the next starts after them, where nothing
       // is left, though this row is due.
-      if (claimedSoFar !== BACKLOG || late !== undefined || !result.last) return;
+      if (claimedSoFar !== BACKLOG || late !== undefined || !last) return;
       [late] = await outbox.enqueue(driver.db, {
         kind: 'test.kind',
         payload: { late: true },
-        dueAt: new Date(result.last.dueAt.getTime() - 60_000),
+        dueAt: new Date(last.dueAt.getTime() - 60_000),
       });
     });
     const sender = recordingSender();
@@ -185,14 +242,14 @@ describe('a drain through a backlog', () => {
     expect(sender.timesSent(late!)).toBe(1);
     // That claim, finding nothing after its cursor, took the row from the start of the due order.
     const topUp = recorded.claims[BACKLOG / BATCH]!;
-    expect(topUp.request.after).toBeDefined();
+    expect(topUp.after).toBeDefined();
     expect(topUp.result.claimed.map((m) => m.key)).toEqual([late]);
   });
 
   it('with two claims on the wire, a drain through the backlog sends every row once', async () => {
-    const { outbox, store } = await freshOutbox(driver);
+    const { outbox } = await freshOutbox(driver);
     await enqueueBacklog(outbox, driver);
-    const recorded = recordingStore(store);
+    const recorded = recordingStore(outbox, driver);
     const watched = claimCountingStore(recorded.store);
     const sender = recordingSender();
     const report = await drainOnce({
@@ -204,6 +261,6 @@ describe('a drain through a backlog', () => {
     expect(report).toMatchObject({ delivered: BACKLOG, stale: 0 });
     expect(sender.calls).toHaveLength(BACKLOG);
     expect(new Set(sender.calls.map((call) => call.key)).size).toBe(BACKLOG);
-    expect(recorded.claims.some(({ request }) => request.after)).toBe(true);
+    expect(recorded.claims.some(({ after }) => after)).toBe(true);
   });
 });

@@ -8,10 +8,10 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_DESTINATION_HEALTH } from '../../src/core/destination-health.js';
-import type { ClaimCursor } from '../../src/core/outbox-store.js';
 import { delivered, retry } from '../../src/core/settlement.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
+import { positionOf } from '../../src/store/claim-position.js';
 import { dueClaimParameters } from '../../src/store/due-claim-shape.js';
 import { settleKeepsHealth, settleParameters } from '../../src/store/settle-parameters.js';
 import { outboxStatements } from '../../src/store/statements.js';
@@ -130,11 +130,11 @@ describe('the claim statement', () => {
     // Claims of 100 from the cursor, each batch delivered as a drain would. With the cursor as
     // a bare parameter, the first claims' custom plans, early in this backlog, looked cheaper
     // than the generic plan, and every claim was planned anew (0 generic plans).
-    let last: ClaimCursor | undefined;
+    let resumeAt: string | undefined;
     for (let run = 0; run < 40; run++) {
-      const result = await store.claim(claimRequest({ limit: 100, after: last }));
+      const result = await store.claim(claimRequest({ limit: 100, resumeAt, backlog: true }));
       expect(result.claimed).toHaveLength(100);
-      last = result.last;
+      resumeAt = result.resumeAt;
       await store.settle(
         result.claimed.map((message) => ({ message, settlement: delivered() })),
         new Date(),
@@ -191,7 +191,7 @@ describe('the claim after a cursor', () => {
       );
     }
     await database.pool.query('ANALYZE cursor_plan.messages');
-    const { last } = await outbox.store(db).claim(claimRequest({ limit: 100 }));
+    const { resumeAt } = await outbox.store(db).claim(claimRequest({ limit: 100 }));
     const request = claimRequest({ limit: 100 });
     const client = await database.pool.connect();
     try {
@@ -201,7 +201,7 @@ describe('the claim after a cursor', () => {
       const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
         `EXPLAIN (ANALYZE, FORMAT JSON) ${outboxStatements('cursor_plan').claimDueMessages(shape)}`,
         dueClaimParameters(
-          { ...request, after: last },
+          { ...request, after: positionOf(resumeAt).cursor },
           [request.now, request.claimToken, request.leaseMs, request.deadHeadBlocks, request.kinds],
           shape,
         ),

@@ -4,6 +4,7 @@ import { RetryableDeliveryError } from '../../src/core/errors.js';
 import type { ClaimedMessage } from '../../src/core/outbox-store.js';
 import { delivered } from '../../src/core/settlement.js';
 import type { NewMessage } from '../../src/index.js';
+import { positionOf, positionText } from '../../src/store/claim-position.js';
 import { useTestDatabase } from '../support/database.js';
 import {
   claimRequest,
@@ -87,7 +88,7 @@ describe('the claim of ordering keys as runs', () => {
     expect(Object.fromEntries(rowsPerKey(result.claimed))).toEqual({ null: 30, 'deep-0': 10 });
     // The unkeyed rows' cursor is the last of them; keyed rows do not move it.
     const lastUnkeyed = result.claimed.filter((message) => message.orderingKey === null).at(-1);
-    expect(result.last?.id).toBe(lastUnkeyed?.id);
+    expect(positionOf(result.resumeAt).cursor?.id).toBe(lastUnkeyed?.id);
   });
 
   it('takes nothing behind a head another transaction holds, and nothing behind a head out on a live lease', async () => {
@@ -183,15 +184,17 @@ describe('the claim of ordering keys as runs', () => {
     await walkKeysNext(store);
     const first = await store.claim(claimRequest({ limit: 4, keyShare: 2 }));
     expect([...rowsPerKey(first.claimed).keys()]).toEqual(['key-0', 'key-1']);
-    expect(first.keysWalked).toBe('key-1');
+    expect(positionOf(first.resumeAt).walkAfter).toBe('key-1');
+    expect(first.tookRuns).toBe(true);
     const next = await store.claim(
-      claimRequest({ limit: 4, keyShare: 2, keysAfter: first.keysWalked }),
+      claimRequest({ limit: 4, keyShare: 2, resumeAt: first.resumeAt }),
     );
     expect([...rowsPerKey(next.claimed).keys()]).toEqual(['key-2', 'key-3']);
     // From key-4: key-5, then round from key-0 (key-0 to key-3 are out) to key-4 itself.
-    const round = await store.claim(claimRequest({ limit: 8, keyShare: 2, keysAfter: 'key-4' }));
+    const fromKey4 = positionText({ walkAfter: 'key-4', fromCursor: 0 });
+    const round = await store.claim(claimRequest({ limit: 8, keyShare: 2, resumeAt: fromKey4 }));
     expect(new Set(rowsPerKey(round.claimed).keys())).toEqual(new Set(['key-4', 'key-5']));
-    expect(round.keysWalked).toBe('key-4');
+    expect(positionOf(round.resumeAt).walkAfter).toBe('key-4');
   });
 
   it('says it caught up only when every key was visited, every run taken to its end and every due unkeyed row', async () => {
