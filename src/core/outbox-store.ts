@@ -63,7 +63,9 @@ export interface AttemptRecord {
 
 /**
  * A claimed row: what its send needs, and the token that proves ownership in every later write.
- * Only these columns travel back from a claim; lists and lookups return whole records.
+ * Only these columns travel back from a claim; lists and lookups return whole records. A store
+ * may keep facts of its own on the messages it returns (the PostgreSQL store: where the row is,
+ * the payload's stored size), which the drain passes back to `settle` as they came.
  */
 export interface ClaimedMessage {
   id: string;
