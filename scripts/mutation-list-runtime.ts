@@ -539,6 +539,89 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     ],
   },
   {
+    name: "a drain's first claim starts at an earlier drain's cursor",
+    row: 20,
+    edits: [
+      {
+        file: DRAIN,
+        find: 'backlog: report.batches > 1 && claimingBacklog(run),',
+        replace: 'backlog: claimingBacklog(run),',
+      },
+    ],
+    tests: [
+      cursorTest('a drain that resumes where another stopped scans its first claim from the start'),
+    ],
+  },
+  {
+    name: 'a drain forgets where it stopped',
+    row: 11,
+    edits: [
+      {
+        file: DRAIN,
+        find: '    if (run.options.resume) run.options.resume.at = result.resumeAt;\n',
+        replace: '',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/ordering-runs.test.ts',
+        name: 'drains that share where they left off serve the keys in turn; one of its own starts at the first key',
+        driver: 'node-pg',
+      },
+    ],
+  },
+  {
+    name: 'a drainer forgets where its last run stopped',
+    row: 11,
+    edits: [
+      {
+        file: 'src/runtime/drainer.ts',
+        find: 'setup.resume === undefined ? { ...setup, resume: {} } : setup',
+        replace: 'setup',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/runtime/drain-builder.test.ts',
+        name: 'starts its second run where its first one stopped',
+      },
+    ],
+  },
+  {
+    name: 'the Workers kit forgets where its last invocation stopped',
+    row: 11,
+    edits: [
+      {
+        file: 'src/runtime/cloudflare-workers.ts',
+        find: '{ resume, ...(await setup(env, ctx)) }',
+        replace: 'await setup(env, ctx)',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/runtime/drain-builder.test.ts',
+        name: 'starts its second run where its first one stopped',
+      },
+    ],
+  },
+  {
+    name: 'the Lambda kit forgets where its last invocation stopped',
+    row: 11,
+    edits: [
+      {
+        file: 'src/runtime/aws-lambda.ts',
+        find: '{ resume, ...built }',
+        replace: 'built',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/runtime/drain-builder.test.ts',
+        name: 'starts its second run where its first one stopped',
+      },
+    ],
+  },
+  {
     name: 'a partial claim ends the drain like a short one',
     row: 20,
     edits: [

@@ -11,7 +11,13 @@ export type {
   PauseCause,
 } from './core/destination-health.js';
 export { drainOnce } from './core/drain.js';
-export type { DrainOptions, DrainReport, DrainTuning, StopReason } from './core/drain-settings.js';
+export type {
+  DrainOptions,
+  DrainReport,
+  DrainResume,
+  DrainTuning,
+  StopReason,
+} from './core/drain-settings.js';
 export {
   ConfigurationError,
   type DeliveryDetails,

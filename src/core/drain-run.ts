@@ -236,7 +236,7 @@ export function newRun(
     moreDue: true,
     lastClaimFound: false,
     claimsOver: false,
-    resumeAt: undefined,
+    resumeAt: options.resume?.at,
     heldRuns: new Map(),
     walkingKeys: false,
     nextProbeAt: Number.NEGATIVE_INFINITY,

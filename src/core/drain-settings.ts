@@ -20,6 +20,12 @@ export type StopReason =
   /** The caller's AbortSignal fired (shutdown). */
   | 'aborted';
 
+/** Where a drain's claims left off: the store's, opaque to all else (see DrainOptions.resume). */
+export interface DrainResume {
+  /** ClaimResult.resumeAt of the last due claim to land. */
+  at?: string;
+}
+
 export interface DrainOptions {
   store: OutboxStore;
   /**
@@ -91,6 +97,15 @@ export interface DrainOptions {
   settleGroupMs?: number;
   /** Claim only these message keys: the after-commit kick. */
   keys?: readonly string[];
+  /**
+   * Where this drain's claims start, kept up to date as they land: pass the same object to the
+   * next drain and it walks the ordering keys on from where this one stopped, instead of from
+   * the first key. Runs that end before the walk comes round (a small subrequest budget, a
+   * deadline) then serve every key in turn, not the first keys in key order over and over.
+   * `createDrainer` keeps one per drainer, and the Workers and Lambda kits one per handler.
+   * Default: a drain of its own, from the first key.
+   */
+  resume?: DrainResume;
   /**
    * Record this run for metrics at its end (its duration, and its failure's code), in one
    * statement counted against the subrequest budget and kept free in it from the start; see

@@ -297,7 +297,9 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
       deadHeadBlocks: settings.deadHeadBlocks,
       kinds: settings.kinds,
       resumeAt: run.resumeAt,
-      backlog: claimingBacklog(run),
+      // Not on a drain's first claim: a position kept from an earlier drain says where to
+      // resume, not that this one started in a backlog.
+      backlog: report.batches > 1 && claimingBacklog(run),
       probe,
       // A lane sends a key's run one row after another: a share of the batch per lane keeps
       // every lane busy when the claim spans as many keys as there are lanes.
@@ -316,7 +318,10 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
   // With two claims on the wire, each resumes where the last to land before them left off, and
   // the one to land last says where the next resumes: it may have stopped earlier than the
   // other, by at most a batch, which the next claim steps over again.
-  if (result.resumeAt !== undefined) run.resumeAt = result.resumeAt;
+  if (result.resumeAt !== undefined) {
+    run.resumeAt = result.resumeAt;
+    if (run.options.resume) run.options.resume.at = result.resumeAt;
+  }
   run.walkingKeys = result.tookRuns === true;
   report.claimed += claimed.length;
   report.dead += exhausted.length;

@@ -22,6 +22,7 @@
  * }));
  */
 import { type ExecutionContext, Hono } from 'hono';
+import type { DrainResume } from '../core/drain-settings.js';
 import {
   type DrainerOptions,
   MIN_DRAIN_BUDGET_MS,
@@ -89,6 +90,8 @@ export function lambdaScheduledHandler(
   const purgeMinute = options.purgeMinute ?? DEFAULT_PURGE_MINUTE;
   const purgeReserveMs = options.purgeReserveMs ?? DEFAULT_PURGE_RESERVE_MS;
   let warm: Promise<DrainerOptions> | undefined;
+  // Where the last invocation's claims left off, while the container stays warm.
+  const resume: DrainResume = {};
   return async (event, context) => {
     const fields = {
       runtime: 'aws-lambda',
@@ -105,12 +108,15 @@ export function lambdaScheduledHandler(
       const purgeDue = purgeMinute !== false && minuteOf(event.time) === purgeMinute;
       const reserveMs = safetyMarginMs + (purgeDue ? purgeReserveMs : 0);
       const timeLeftMs = () => context.getRemainingTimeInMillis() - reserveMs;
-      const result = await runScheduledDrain(built, {
-        // Sizes the send timeout and round-trip reserve; the deadline itself is `timeLeftMs`.
-        budgetMs: Math.max(timeLeftMs(), MIN_DRAIN_BUDGET_MS),
-        timeLeftMs,
-        purge: purgeDue ? 'after' : undefined,
-      });
+      const result = await runScheduledDrain(
+        { resume, ...built },
+        {
+          // Sizes the send timeout and round-trip reserve; the deadline itself is `timeLeftMs`.
+          budgetMs: Math.max(timeLeftMs(), MIN_DRAIN_BUDGET_MS),
+          timeLeftMs,
+          purge: purgeDue ? 'after' : undefined,
+        },
+      );
       if (result.drain) logReport('outbox drain', result.drain, fields);
       if (result.purge)
         logReport('outbox purge', result.purge, { ...fields, ...result.purgedWith });

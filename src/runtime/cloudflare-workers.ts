@@ -22,6 +22,7 @@
  * };
  */
 import type { ExecutionContext } from 'hono';
+import type { DrainResume } from '../core/drain-settings.js';
 import { ConfigurationError } from '../core/errors.js';
 import type { DrainerOptions } from './drainer.js';
 import { runScheduledDrain } from './drainer.js';
@@ -88,6 +89,8 @@ export function workersScheduledHandler<Env>(
   setup: (env: Env, ctx: WorkerExecutionContext) => DrainerOptions | Promise<DrainerOptions>,
   options: WorkersScheduledOptions | ((env: Env) => WorkersScheduledOptions),
 ): (controller: WorkerScheduledController, env: Env, ctx: WorkerExecutionContext) => Promise<void> {
+  // Where the last invocation's claims left off, while the isolate lives.
+  const resume: DrainResume = {};
   return async (controller, env, ctx) => {
     const fields: Record<string, unknown> = {
       runtime: 'cloudflare-workers',
@@ -99,11 +102,14 @@ export function workersScheduledHandler<Env>(
       checkSubrequestBudget(settings.subrequestBudget);
       const purgeCron = settings.purgeCron ?? DEFAULT_PURGE_CRON;
       // Awaited rather than handed to waitUntil: the invocation lasts as long as this promise.
-      const result = await runScheduledDrain(await setup(env, ctx), {
-        budgetMs: settings.drainBudgetMs ?? DEFAULT_WORKERS_DRAIN_BUDGET_MS,
-        subrequestBudget: settings.subrequestBudget,
-        purge: purgeCron !== false && controller.cron === purgeCron ? 'instead' : undefined,
-      });
+      const result = await runScheduledDrain(
+        { resume, ...(await setup(env, ctx)) },
+        {
+          budgetMs: settings.drainBudgetMs ?? DEFAULT_WORKERS_DRAIN_BUDGET_MS,
+          subrequestBudget: settings.subrequestBudget,
+          purge: purgeCron !== false && controller.cron === purgeCron ? 'instead' : undefined,
+        },
+      );
       if (result.drain) logReport('outbox drain', result.drain, fields);
       if (result.purge)
         logReport('outbox purge', result.purge, { ...fields, ...result.purgedWith });

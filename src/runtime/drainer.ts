@@ -62,7 +62,10 @@ export type Drainer = (request: DrainRequest) => Promise<DrainReport>;
  */
 export interface DrainerOptions
   extends DrainTuning,
-    Pick<DrainOptions, 'clock' | 'logger' | 'newId' | 'random' | 'onDestinationChange' | 'tracer'> {
+    Pick<
+      DrainOptions,
+      'clock' | 'logger' | 'newId' | 'random' | 'onDestinationChange' | 'tracer' | 'resume'
+    > {
   /** `outbox.store(db)`: claims and settles, and (for schedules) purges. */
   store: OutboxStore & PurgeStore;
   senders: SenderRegistry;
@@ -79,7 +82,8 @@ export interface DrainerOptions
 
 /**
  * A {@link Drainer}: the one way a runtime builds its drains. Each run gets the setup's
- * settings as set, records itself for metrics at its end unless it is a kick (`recordRun`),
+ * settings as set, starts where the drainer's last run left off (`resume`: the setup's, or one
+ * of the drainer's own), records itself for metrics at its end unless it is a kick (`recordRun`),
  * and, with a `budgetMs`, a deadline that far from now and send and round-trip
  * timeouts lowered to fit it ({@link budgetedTimeouts}). Throws a `ConfigurationError` (from the
  * run, before anything is claimed) when the budget cannot fit one claim, one send and one
@@ -96,7 +100,8 @@ export function createDrainer(setup: DrainerOptions): Drainer {
       'createDrainer: `defaults` is gone; set its fields on the options themselves ({ store, senders, batchSize, ... })',
     );
   }
-  return async (request) => drainOnce(drainOptions(setup, request));
+  const resumed = setup.resume === undefined ? { ...setup, resume: {} } : setup;
+  return async (request) => drainOnce(drainOptions(resumed, request));
 }
 
 /**

@@ -11,6 +11,7 @@ import type { DrainTracer } from '../../src/core/drain-tracing.js';
 import { isOutboxError } from '../../src/core/errors.js';
 import { type Logger, silentLogger } from '../../src/core/ports.js';
 import { budgetedTimeouts, createDrainer, type DrainerOptions } from '../../src/runtime/drainer.js';
+import { positionText } from '../../src/store/claim-position.js';
 import { useTestDatabase } from '../support/database.js';
 import { fakeClock } from '../support/drain-fixtures.js';
 import {
@@ -54,6 +55,9 @@ interface FieldProbe {
   runs?: number;
   expectSeen(world: World): void;
 }
+
+/** Where the resume probe's drain starts: its walk of the ordering keys after `order-9`. */
+const RESUME_PROBE = positionText({ walkAfter: 'order-9', fromCursor: 0 });
 
 /** A logger that keeps its info lines. */
 function recordingLogger(): Logger & { infos: string[] } {
@@ -224,6 +228,11 @@ const PROBES: Record<SetupField, FieldProbe> = {
       );
     },
   },
+  resume: {
+    effect: 'starts its first claim where the position given says',
+    settings: () => ({ resume: { at: RESUME_PROBE } }),
+    expectSeen: ({ seen }) => expect(seen.claims[0]?.request.resumeAt).toBe(RESUME_PROBE),
+  },
   random: {
     effect: 'draws the second retry’s jitter from the source given',
     settings: () => ({ random: () => 0.25, backoff: { baseMs: 100_000, capMs: 1_000_000 } }),
@@ -277,6 +286,35 @@ describe.each(ENTRY_POINTS)('through $name', (entry) => {
       { messages: 6, sender: { holdUntilInFlight: 2 } },
     );
     expect(seen.claims[1]?.sendsEnded).toBe(0);
+  });
+});
+
+/** Entry points that run drain after drain, each run twice in a row. */
+const RUN_TWICE: { name: string; run(world: World): Promise<void> }[] = [
+  {
+    name: 'a drainer',
+    run: async ({ setup }) => {
+      const drain = createDrainer(setup);
+      await drain({ budgetMs: BUDGET_MS });
+      await drain({ budgetMs: BUDGET_MS });
+    },
+  },
+  {
+    name: 'the Workers kit',
+    run: (world) => runWorkersKit(world, { subrequestBudget: 1_000, drainBudgetMs: BUDGET_MS }, 2),
+  },
+  { name: 'the Lambda kit', run: (world) => runLambdaKit(world, 2 * BUDGET_MS, {}, 2) },
+];
+
+describe.each(RUN_TWICE)('$name, run twice', (entry) => {
+  it('starts its second run where its first one stopped', async () => {
+    const world = await newWorld(database, {});
+    await entry.run(world);
+    // A run's first claim resumes only from a position an earlier run left.
+    const [first, ...later] = world.seen.claims.map(({ request }) => request.resumeAt);
+    expect(first).toBeUndefined();
+    expect(later.length).toBeGreaterThan(1);
+    expect(later.every((resumeAt) => resumeAt !== undefined)).toBe(true);
   });
 });
 

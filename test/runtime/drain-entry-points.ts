@@ -221,31 +221,45 @@ async function quietly(work: () => Promise<unknown>): Promise<void> {
   }
 }
 
-/** One cron invocation of `workersScheduledHandler` (never the purge cron). */
-export function runWorkersKit(world: World, options: WorkersScheduledOptions): Promise<void> {
-  return quietly(() =>
-    workersScheduledHandler(() => world.setup, { purgeCron: false, ...options })(
-      { cron: '* * * * *', scheduledTime: world.clock.now().getTime() },
-      {},
-      executionContext(),
-    ),
-  );
+/** Cron invocations of one `workersScheduledHandler`, one after another (never the purge cron). */
+export function runWorkersKit(
+  world: World,
+  options: WorkersScheduledOptions,
+  invocations = 1,
+): Promise<void> {
+  const handler = workersScheduledHandler(() => world.setup, { purgeCron: false, ...options });
+  return quietly(async () => {
+    for (let run = 0; run < invocations; run++) {
+      await handler(
+        { cron: '* * * * *', scheduledTime: world.clock.now().getTime() },
+        {},
+        executionContext(),
+      );
+    }
+  });
 }
 
-/** One invocation of `lambdaScheduledHandler` with `remainingMs` left as it starts, on the clock. */
+/**
+ * Invocations of one `lambdaScheduledHandler`, one after another, each with `remainingMs` left as
+ * it starts, on the clock.
+ */
 export function runLambdaKit(
   world: World,
   remainingMs: number,
   options: LambdaScheduledOptions = {},
+  invocations = 1,
 ): Promise<void> {
-  const startedAt = world.clock.now().getTime();
-  const remaining = () => remainingMs - (world.clock.now().getTime() - startedAt);
-  return quietly(() =>
-    lambdaScheduledHandler(() => world.setup, { purgeMinute: false, ...options })(
-      { time: new Date(startedAt).toISOString() },
-      { getRemainingTimeInMillis: remaining },
-    ),
-  );
+  const handler = lambdaScheduledHandler(() => world.setup, { purgeMinute: false, ...options });
+  return quietly(async () => {
+    for (let run = 0; run < invocations; run++) {
+      const startedAt = world.clock.now().getTime();
+      const remaining = () => remainingMs - (world.clock.now().getTime() - startedAt);
+      await handler(
+        { time: new Date(startedAt).toISOString() },
+        { getRemainingTimeInMillis: remaining },
+      );
+    }
+  });
 }
 
 /**

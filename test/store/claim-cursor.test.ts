@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
+import type { DrainResume } from '../../src/core/drain-settings.js';
 import type { ClaimRequest, ClaimResult, OutboxStore } from '../../src/core/outbox-store.js';
 import type { Outbox } from '../../src/outbox.js';
 import {
@@ -244,6 +245,36 @@ describe('a drain through a backlog', () => {
     const topUp = recorded.claims[BACKLOG / BATCH]!;
     expect(topUp.after).toBeDefined();
     expect(topUp.result.claimed.map((m) => m.key)).toEqual([late]);
+  });
+
+  it('a drain that resumes where another stopped scans its first claim from the start', async () => {
+    const { outbox } = await freshOutbox(driver);
+    await enqueueBacklog(outbox, driver);
+    const resume: DrainResume = {};
+    const sender = recordingSender();
+    const drain = (store: OutboxStore, maxMessages: number) =>
+      drainOnce({
+        store,
+        senders: { 'test.kind': sender.send },
+        batchSize: BATCH,
+        prefetch: false,
+        maxMessages,
+        resume,
+      });
+    // Two claims: the second after the first's cursor, which the position keeps.
+    const earlier = recordingStore(outbox, driver);
+    await drain(earlier.store, 2 * BATCH);
+    expect(earlier.claims.map(({ after }) => after !== undefined)).toEqual([false, true]);
+    // Due before every row of the backlog: behind that cursor.
+    const [late] = await outbox.enqueue(driver.db, {
+      kind: 'test.kind',
+      payload: { late: true },
+      dueAt: new Date(Date.now() - 3_600_000),
+    });
+    const next = recordingStore(outbox, driver);
+    await drain(next.store, BATCH);
+    expect(next.claims[0]!.after).toBeUndefined();
+    expect(next.claims[0]!.result.claimed[0]!.key).toBe(late);
   });
 
   it('with two claims on the wire, a drain through the backlog sends every row once', async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
+import type { DrainResume } from '../../src/core/drain-settings.js';
 import { RetryableDeliveryError } from '../../src/core/errors.js';
 import type { ClaimedMessage } from '../../src/core/outbox-store.js';
 import { delivered } from '../../src/core/settlement.js';
@@ -293,5 +294,25 @@ describe.each(DRIVER_NAMES)('a drain sending runs through %s', (driverName) => {
     for (const key of key0.slice(3)) {
       expect((await store.getByKey(key))?.attempts).toBe(0);
     }
+  });
+
+  it('drains that share where they left off serve the keys in turn; one of its own starts at the first key', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    await outbox.enqueue(driver.db, keyed(6, 6));
+    // Each drain stops after 4 messages: two runs of two (the batch over the lanes).
+    const drainFour = async (resume?: DrainResume) => {
+      const sender = recordingSender();
+      const options = { store, senders: { 'test.kind': sender.send }, batchSize: 4 };
+      await drainOnce({ ...options, concurrency: 2, maxMessages: 4, resume });
+      return [...new Set(sender.calls.map((call) => call.orderingKey))].sort();
+    };
+    const shared: DrainResume = {};
+    expect(await drainFour(shared)).toEqual(['key-0', 'key-1']);
+    // A drain of its own walks from the first key, as every drain did before.
+    expect(await drainFour()).toEqual(['key-0', 'key-1']);
+    expect(await drainFour(shared)).toEqual(['key-2', 'key-3']);
+    expect(await drainFour(shared)).toEqual(['key-4', 'key-5']);
+    // Round again, to the two messages key-0 and key-1 have left.
+    expect(await drainFour(shared)).toEqual(['key-0', 'key-1']);
   });
 });
