@@ -68,6 +68,7 @@ export function positionOf(resumeAt: string | undefined): ClaimPosition {
   return position;
 }
 
+/** The position as ClaimResult.resumeAt carries it: what positionOf reads back. */
 export function positionText(position: ClaimPosition): string {
   const { cursor, walkAfter, fromCursor } = position;
   return JSON.stringify([
