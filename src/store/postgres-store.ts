@@ -1,4 +1,4 @@
-import { DEFAULT_DESTINATION_HEALTH, type DestinationChange } from '../core/destination-health.js';
+import { DEFAULT_DESTINATION_HEALTH } from '../core/destination-health.js';
 import type { DrainRunRecord } from '../core/drain-record.js';
 import { ValidationError } from '../core/errors.js';
 import { UUID_PATTERN } from '../core/message.js';
@@ -18,11 +18,7 @@ import {
 import type { QueryResult, SqlExecutor } from '../core/ports.js';
 import type { PurgeReport, PurgeRequest, PurgeStore } from '../core/purge.js';
 import { type AttemptRow, recordWithAttempts } from './attempt-log.js';
-import {
-  destinationChangeFromRow,
-  PostgresDestinationStore,
-  type SettleRow,
-} from './destination-store.js';
+import { PostgresDestinationStore, type SettleRow } from './destination-store.js';
 import { DueClaims } from './due-claim.js';
 import { decodeCursor, encodeCursor, listOrderTime } from './list-cursor.js';
 import {
@@ -50,7 +46,7 @@ import {
 import { purgeFinished } from './purge-passes.js';
 import { PostgresReplayStore } from './replay-store.js';
 import { DEFAULT_SCHEMA, quoteSchema } from './schema-name.js';
-import { settleKeepsHealth, settleParameters } from './settle-parameters.js';
+import { settleKeepsHealth, settleParameters, settleResultFromRows } from './settle-parameters.js';
 import { MAX_SETTLE_OUTCOMES, settleFits } from './settle-size.js';
 import { type OutboxStatements, outboxStatements } from './statements.js';
 
@@ -149,18 +145,7 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
       statement.health ? this.sql.settleClaimedMessagesWithHealth : this.sql.settleClaimedMessages,
       statement.params,
     );
-    const stale = new Set<string>();
-    const destinations: DestinationChange[] = [];
-    for (const row of result.rows) {
-      if (row.destination === null || row.destination === undefined) stale.add(String(row.id));
-      else destinations.push(destinationChangeFromRow(row));
-    }
-    const ids = requests.map(({ message }) => message.id);
-    const settled = {
-      settled: ids.filter((id) => !stale.has(id)),
-      stale: ids.filter((id) => stale.has(id)),
-    };
-    return destinations.length === 0 ? settled : { ...settled, destinations };
+    return settleResultFromRows(requests, result.rows);
   }
 
   /**

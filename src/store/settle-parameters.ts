@@ -1,7 +1,8 @@
-import type { DestinationHealthPolicy } from '../core/destination-health.js';
-import type { SettledMessage, SettleRequest } from '../core/outbox-store.js';
+import type { DestinationChange, DestinationHealthPolicy } from '../core/destination-health.js';
+import type { SettledMessage, SettleRequest, SettleResult } from '../core/outbox-store.js';
 import { MAX_RETRY_AFTER_MS } from '../core/retry-policy.js';
 import { deliveryDuration, deliveryStatus, failedAttemptJson } from './attempt-log.js';
+import { destinationChangeFromRow, type SettleRow } from './destination-store.js';
 import { historyBounds } from './history-groups.js';
 import { placed } from './settle-size.js';
 
@@ -115,4 +116,27 @@ export function settleKeepsHealth(requests: readonly SettleRequest[]): boolean {
 function retryAfterMs(ms: number | null | undefined): number | null {
   if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) return null;
   return Math.round(Math.min(ms, MAX_RETRY_AFTER_MS));
+}
+
+/**
+ * What the settle statement's rows say of `requests`: a row without a destination names an
+ * outcome left unwritten because another drain owns its row now (stale); a row with one, a
+ * destination the settle paused or resumed.
+ */
+export function settleResultFromRows(
+  requests: readonly SettleRequest[],
+  rows: readonly SettleRow[],
+): SettleResult {
+  const stale = new Set<string>();
+  const destinations: DestinationChange[] = [];
+  for (const row of rows) {
+    if (row.destination === null || row.destination === undefined) stale.add(String(row.id));
+    else destinations.push(destinationChangeFromRow(row));
+  }
+  const ids = requests.map(({ message }) => message.id);
+  const settled = {
+    settled: ids.filter((id) => !stale.has(id)),
+    stale: ids.filter((id) => stale.has(id)),
+  };
+  return destinations.length === 0 ? settled : { ...settled, destinations };
 }
