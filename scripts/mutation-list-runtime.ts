@@ -544,8 +544,8 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: DRAIN,
-        find: 'backlog: report.batches > 1 && claimingBacklog(run),',
-        replace: 'backlog: claimingBacklog(run),',
+        find: ' && run.report.batches > run.claimsOnWire;',
+        replace: ';',
       },
     ],
     tests: [

@@ -196,9 +196,14 @@ function claimIfLow(run: DrainRun, settles: SettleGroups): void {
   );
 }
 
-/** Claims of due rows (not a kick's keys) while the last claim to land came back full. */
+/**
+ * Claims of due rows (not a kick's keys) while the last claim to land came back full. Not
+ * before one has landed: `moreDue` starts true only so that the first claim is made, and a
+ * position kept from an earlier drain (DrainOptions.resume) says where to resume, not that this
+ * drain started in a backlog. (The claims counted on the wire include the one being made.)
+ */
 function claimingBacklog(run: DrainRun): boolean {
-  return run.moreDue && !run.options.keys;
+  return run.moreDue && !run.options.keys && run.report.batches > run.claimsOnWire;
 }
 
 /**
@@ -216,7 +221,6 @@ function mayClaimBeside(run: DrainRun): boolean {
     settings.prefetch &&
     claimingBacklog(run) &&
     !run.walkingKeys &&
-    run.report.batches > run.claimsOnWire &&
     settings.subrequestBudget >= MIN_BUDGET_FOR_CLAIM_BESIDE
   );
 }
@@ -297,9 +301,7 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
       deadHeadBlocks: settings.deadHeadBlocks,
       kinds: settings.kinds,
       resumeAt: run.resumeAt,
-      // Not on a drain's first claim: a position kept from an earlier drain says where to
-      // resume, not that this one started in a backlog.
-      backlog: report.batches > 1 && claimingBacklog(run),
+      backlog: claimingBacklog(run),
       probe,
       // A lane sends a key's run one row after another: a share of the batch per lane keeps
       // every lane busy when the claim spans as many keys as there are lanes.
