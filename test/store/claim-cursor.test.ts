@@ -22,6 +22,7 @@ import {
   freshOutbox,
   type RecordingSender,
   recordingSender,
+  watchedExecutor,
 } from '../support/drain-fixtures.js';
 import { DRIVER_NAMES, type Driver, useDriver } from '../support/drivers.js';
 
@@ -54,12 +55,11 @@ function recordingStore(
   onClaim?: (claim: RecordedClaim) => Promise<void>,
 ) {
   const cursors: (ClaimCursor | undefined)[] = [];
-  const store = outbox.store({
-    query: (text, params) => {
+  const store = outbox.store(
+    watchedExecutor(driver.db, (text, params) => {
       if (/^\s*WITH RECURSIVE claim_now\b/.test(text)) cursors.push(cursorIn(text, params));
-      return driver.db.query(text, params);
-    },
-  });
+    }),
+  );
   const claims: RecordedClaim[] = [];
   const recording: OutboxStore = {
     settleFits: (requests) => store.settleFits(requests),

@@ -15,6 +15,7 @@ import {
   freshOutbox,
   recordingSender,
   walkKeysNext,
+  watchedExecutor,
 } from '../support/drain-fixtures.js';
 import { type Driver, useDriver } from '../support/drivers.js';
 
@@ -29,12 +30,7 @@ async function enqueueUnkeyed(outbox: Outbox, driver: Driver, count: number): Pr
 
 /** A store that notes the text of every statement it runs in `texts`. */
 function recordingStore(outbox: Outbox, driver: Driver, texts: string[]): OutboxStore {
-  return outbox.store({
-    query: (text, params) => {
-      texts.push(text);
-      return driver.db.query(text, params);
-    },
-  });
+  return outbox.store(watchedExecutor(driver.db, (text) => texts.push(text)));
 }
 
 /**

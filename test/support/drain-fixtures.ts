@@ -2,7 +2,7 @@
 
 import type { DrainOptions, DrainReport, StopReason } from '../../src/core/drain-settings.js';
 import type { ClaimRequest, OutboxStore } from '../../src/core/outbox-store.js';
-import type { Clock } from '../../src/core/ports.js';
+import type { Clock, SqlExecutor } from '../../src/core/ports.js';
 import type { OutboundMessage, Sender } from '../../src/core/sender.js';
 import { createOutbox, type Outbox, type OutboxOptions } from '../../src/outbox.js';
 import type { PostgresOutboxStore } from '../../src/store/postgres-store.js';
@@ -191,4 +191,17 @@ export function claimCountingStore(
     settle: (requests, now, options) => store.settle(requests, now, options),
   };
   return { seen, store: watched };
+}
+
+/** `db`, showing `watch` each statement before it runs (a store over it: what its claims ran). */
+export function watchedExecutor(
+  db: SqlExecutor,
+  watch: (text: string, params: unknown[] | undefined) => void,
+): SqlExecutor {
+  return {
+    query: (text, params) => {
+      watch(text, params);
+      return db.query(text, params);
+    },
+  };
 }
