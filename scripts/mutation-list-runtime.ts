@@ -3,7 +3,14 @@
  * the HTTP driver's transaction, the pg executor behind a pooler, and the reference service's
  * after-commit kick.
  */
-import { CRASH_TEST, DEADLINE_TEST, drainTest, type Mutation, type NamedTest } from './mutation.js';
+import {
+  CRASH_TEST,
+  DEADLINE_TEST,
+  drainTest,
+  headsTest,
+  type Mutation,
+  type NamedTest,
+} from './mutation.js';
 
 const DRAIN = 'src/core/drain.ts';
 const DRAIN_RUN = 'src/core/drain-run.ts';
@@ -642,7 +649,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: 'src/store/due-claim.ts',
-        find: 'if (!walked && rows.length < request.limit && keyedWaiting) result.partial = true;',
+        find: "if (keyed === 'none' && rows.length < request.limit && keyedWaiting) result.partial = true;",
         replace: '',
       },
     ],
@@ -651,13 +658,62 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     ],
   },
   {
+    name: 'claims taking heads never go back to the walk',
+    row: 11,
+    edits: [
+      {
+        file: 'src/store/due-claim.ts',
+        find: "          this.headsRetry = Math.min(2 * this.headsRetry, HEADS_RETRY_MOST);\n        }\n        return 'walk';",
+        replace:
+          "          this.headsRetry = Math.min(2 * this.headsRetry, HEADS_RETRY_MOST);\n        }\n        return 'heads';",
+      },
+    ],
+    tests: [
+      headsTest(
+        'come back partial when their window ends among held-back rows, and the claims after them walk',
+      ),
+    ],
+  },
+  {
+    name: 'a claim taking heads resumes before the keyed rows it took',
+    row: 20,
+    edits: [
+      {
+        file: 'src/store/message-rows.ts',
+        find: '(keyedInDueOrder || row.ordering_key === null)',
+        replace: '(row.ordering_key === null)',
+      },
+    ],
+    tests: [
+      headsTest(
+        'follow a walk that came back full of short runs over many keys, and take heads in due order',
+      ),
+    ],
+  },
+  {
+    name: 'a claim taking heads held back by its window is not partial',
+    row: 20,
+    edits: [
+      {
+        file: 'src/store/due-claim.ts',
+        find: '    if (heldBack) result.partial = true;\n',
+        replace: '',
+      },
+    ],
+    tests: [
+      headsTest(
+        'come back partial when their window ends among held-back rows, and the claims after them walk',
+      ),
+    ],
+  },
+  {
     name: 'an empty claim that left keyed rows out is taken for one that says none waits',
     row: 20,
     edits: [
       {
         file: 'src/store/due-claim.ts',
-        find: ': flags?.keyed_waiting !== false;',
-        replace: ': rows[0]?.keyed_waiting === true;',
+        find: '? flags?.keyed_waiting !== false :',
+        replace: '? rows[0]?.keyed_waiting === true :',
       },
     ],
     tests: [keylessTest('an empty claim that left keyed rows out says whether one waits')],

@@ -6,6 +6,8 @@ import {
   CLAIM_CRASH_TEST,
   DEADLINE_TEST,
   drainTest,
+  HEADS_DRAIN_TEST,
+  headsTest,
   type Mutation,
   type NamedTest,
 } from './mutation.js';
@@ -14,6 +16,7 @@ const STATEMENTS = 'src/store/statements.ts';
 const SETTLE_STATEMENT = 'src/store/settle-statement.ts';
 const CLAIM_STATEMENTS = 'src/store/claim-statements.ts';
 const CLAIM_WALK = 'src/store/claim-walk.ts';
+const CLAIM_HEADS = 'src/store/claim-heads.ts';
 const OPERATOR_STATEMENTS = 'src/store/operator-statements.ts';
 const REPLAY_STATEMENTS = 'src/store/replay-statements.ts';
 const REPLAY_ORDER_TEST = 'test/store/replay-order.test.ts';
@@ -190,6 +193,38 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
       },
     ],
     tests: [runsTest("takes for a kick no row whose key's head is unfinished")],
+  },
+  {
+    name: 'a claim taking heads takes keyed rows without the head check',
+    row: 11,
+    edits: [
+      {
+        file: CLAIM_STATEMENTS,
+        find: 'rows: (where, rows) => candidates(where, rows, true, true),',
+        replace:
+          "rows: (where, rows) => candidates(where, rows, true, true).replace('OR NOT EXISTS', 'OR true OR NOT EXISTS'),",
+      },
+    ],
+    tests: [
+      headsTest(
+        'never take a message while an earlier one of its key is pending or claimed, whatever its due time',
+      ),
+      HEADS_DRAIN_TEST,
+    ],
+  },
+  {
+    name: 'a claim taking heads reads the due order past its window',
+    row: 11,
+    edits: [
+      {
+        file: CLAIM_HEADS,
+        find: '  return { cte, within };',
+        replace: "  return { cte, within: '' };",
+      },
+    ],
+    tests: [
+      headsTest('read at most their window of the due order, however deep the backlog held back'),
+    ],
   },
   {
     name: 'a run takes followers that may not be claimed',

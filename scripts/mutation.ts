@@ -49,6 +49,19 @@ export const DEADLINE_TEST = drainTest(
   'returns before a 2 s deadline with every sent message settled and the rest released',
 );
 
+/** A store-level test of test/store/heads-claims.test.ts (node-pg, in no driver's describe). */
+export const headsTest = (name: string): NamedTest => ({
+  file: 'test/store/heads-claims.test.ts',
+  name,
+});
+
+/** The node-pg variant of heads-claims.test.ts's drain, order checked at the receiver. */
+export const HEADS_DRAIN_TEST: NamedTest = {
+  file: 'test/store/heads-claims.test.ts',
+  name: 'deliver each key in enqueue order and each message once, two claims on the wire',
+  driver: 'node-pg',
+};
+
 export const CLAIM_CRASH_TEST: NamedTest = {
   file: CRASH_TEST,
   name: 'killed right after claiming: a later drain delivers everything once the lease passes',

@@ -3,6 +3,7 @@
  * one statement. Built per schema and limit by outboxStatements (statements.ts).
  */
 
+import { headsScan } from './claim-heads.js';
 import { probeStatement } from './claim-probes.js';
 import { firstKeyStatement, keyedRunsStatement } from './claim-walk.js';
 import { type DueClaimShape, dueParameter } from './due-claim-shape.js';
@@ -23,8 +24,8 @@ const CLAIM_TEXTS_KEPT = 16;
 export function claimStatements(quotedSchema: string): (shape: DueClaimShape) => string {
   const texts = new Map<string, string>();
   return (shape) => {
-    const { limit, share, after, probe = false, keyed = true, answersWhenEmpty = false } = shape;
-    const name = `${limit}/${share}${after ? ' after' : ''}${probe ? ' probe' : ''}${keyed ? '' : ' unkeyed'}${answersWhenEmpty ? ' answers' : ''}`;
+    const { limit, share, after, probe = false, keyed = 'walk', answersWhenEmpty = false } = shape;
+    const name = `${limit}/${share} ${keyed}${after ? ' after' : ''}${probe ? ' probe' : ''}${answersWhenEmpty ? ' answers' : ''}`;
     let text = texts.get(name);
     if (text === undefined) {
       if (texts.size >= CLAIM_TEXTS_KEPT) texts.clear();
@@ -39,8 +40,12 @@ export function claimStatements(quotedSchema: string): (shape: DueClaimShape) =>
  * $1 now, $2 claim token, $3 lease ms, $4 whether a dead message blocks later messages with
  * its ordering key, $5 the kinds this drain has senders for (a drain never claims what it
  * cannot send); by key also $6 the keys and $7 the limit; a due claim also those of
- * DUE_PARAMETERS its shape reads (due-claim-shape.ts): with keyed rows the walk's start and the
+ * DUE_PARAMETERS its shape reads (due-claim-shape.ts): walking the keys the walk's start and the
  * rows the drain holds, after a cursor its due time and id.
+ *
+ * A due claim that takes heads (DueClaimShape.keyed, claim-heads.ts) scans one due order instead,
+ * messages_claimable, keyed rows and unkeyed alike: a keyed row only while it is its key's head
+ * (the kick's check below), within a window of the due order, locked SKIP LOCKED like any row.
  *
  * A due claim takes two kinds of rows, merged by due time up to the limit. Rows without an
  * ordering key come in due order from messages_claimable_unkeyed. Rows with one come as runs
@@ -108,7 +113,7 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
       AND (${a}.state = 'pending' OR (${a}.state = 'claimed' AND ${a}.lease_expires_at <= ${now}))
       AND ${a}.kind = ANY(${kinds})`;
   // Rows a claim may take, in due order: due, heads of their ordering key (or unkeyed only,
-  // `keyed: false`); locked, skipping rows another claim holds. With `health`, also not of a
+  // `keyed` false); locked, skipping rows another claim holds. With `health`, also not of a
   // paused destination (destinationHealth), and `watched`: the row's destination has failures.
   const candidates = (where: string, limit: string, health: boolean, keyed = true) => `
     SELECT m.id, m.kind, m.destination, m.due_at, m.attempts >= m.max_attempts AS exhausted${
@@ -126,45 +131,56 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
     ORDER BY m.due_at, m.id
     LIMIT ${limit}
     FOR UPDATE OF m SKIP LOCKED`;
-  // A paused destination's messages wait (docs/destinations.md), open or half-open: the probe
-  // of a half-open one is taken apart (probeStatement).
-  const unkeyedRows = (where: string, limit: string) => candidates(where, limit, true, false);
   let dueCtes: string;
   // Due claims with keyed rows: whether one of the runs taken goes on behind its last row.
   let runsGoOn: string | undefined;
+  // Due claims taking heads: whether the claim came back short with rows left unread.
+  let heldBack: string | undefined;
   if (target === 'keys') {
     dueCtes = `due AS (${candidates('AND m.key = ANY($6::uuid[])', '$7', true)}
   ),`;
   } else {
-    const { limit } = target;
-    let unkeyed: string;
-    if (target.after) {
-      // The cursor is read through a CTE, so no plan knows its value and PostgreSQL keeps the
-      // generic plan after its five custom ones. As a bare parameter, custom plans costed from
-      // its value: in a backlog of 30,000, 1,845 near the start up to 25,116 near the end,
-      // against the generic plan's 3,991. A connection whose first claims came early kept
-      // planning every claim, about 3 million instructions each (test/store/claim-plan.test.ts).
-      unkeyed = `cursor AS MATERIALIZED (SELECT ${dueParameter(target, 'cursorDue')}::timestamptz
+    const { limit, keyed = 'walk' } = target;
+    const cursor = target.after
+      ? // The cursor is read through a CTE, so no plan knows its value and PostgreSQL keeps the
+        // generic plan after its five custom ones. As a bare parameter, custom plans costed from
+        // its value: in a backlog of 30,000, 1,845 near the start up to 25,116 near the end,
+        // against the generic plan's 3,991. A connection whose first claims came early kept
+        // planning every claim, about 3 million instructions each (test/store/claim-plan.test.ts).
+        `cursor AS MATERIALIZED (SELECT ${dueParameter(target, 'cursorDue')}::timestamptz
     AS due_at, ${dueParameter(target, 'cursorId')}::bigint AS id),
-  ahead AS (${unkeyedRows('AND (m.due_at, m.id) > (SELECT due_at, id FROM cursor)', String(limit))}
+  `
+      : '';
+    if (keyed === 'heads') {
+      const scan = headsScan(messages, limit, target.after, {
+        now,
+        rows: (where, rows) => candidates(where, rows, true, true),
+      });
+      heldBack = scan.heldBack;
+      dueCtes = `${cursor}${scan.ctes}
+  due AS (SELECT id, kind, destination, exhausted, watched FROM heads),`;
+    } else {
+      // A paused destination's messages wait (docs/destinations.md), open or half-open: the
+      // probe of a half-open one is taken apart (probeStatement).
+      const unkeyedRows = (where: string, rows: string) => candidates(where, rows, true, false);
+      const unkeyed = target.after
+        ? `${cursor}ahead AS (${unkeyedRows('AND (m.due_at, m.id) > (SELECT due_at, id FROM cursor)', String(limit))}
   ),
   behind AS (${unkeyedRows('AND (m.due_at, m.id) <= (SELECT due_at, id FROM cursor)', `${limit} - (SELECT count(*) FROM ahead)`)}
   ),
-  unkeyed AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),`;
-    } else {
-      unkeyed = `unkeyed AS (${unkeyedRows('', String(limit))}
+  unkeyed AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),`
+        : `unkeyed AS (${unkeyedRows('', String(limit))}
   ),`;
-    }
-    const runs =
-      target.keyed !== false ? keyedRuns(messages, destinations, due, target) : undefined;
-    runsGoOn = runs?.runsGoOn;
-    dueCtes = runs
-      ? `${unkeyed}${runs.ctes}`
-      : // $4 (whether dead heads block) has no keyed rows to act on here; it is read so that it
-        // has a type.
-        `${unkeyed}
+      const runs = keyed === 'walk' ? keyedRuns(messages, destinations, due, target) : undefined;
+      runsGoOn = runs?.runsGoOn;
+      dueCtes = runs
+        ? `${unkeyed}${runs.ctes}`
+        : // $4 (whether dead heads block) has no keyed rows to act on here; it is read so that
+          // it has a type.
+          `${unkeyed}
   due AS (SELECT id, kind, destination, exhausted, watched FROM unkeyed
     WHERE ($4::boolean OR true)),`;
+    }
   }
   // Probes only where the drain asks (a due claim now and then): the other claims do not pay
   // for the lookup and the destinations write. The after-commit kick never probes.
@@ -227,9 +243,11 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
     }`;
   if (target === 'keys') return `${ctes}${update}`;
   const flags =
-    runsGoOn === undefined
-      ? `EXISTS (${firstKeyStatement(messages)}) AS keyed_waiting`
-      : keyedClaimFlags(target.limit, runsGoOn, messages);
+    runsGoOn !== undefined
+      ? keyedClaimFlags(target.limit, runsGoOn, messages)
+      : heldBack !== undefined
+        ? `NOT EXISTS (${firstKeyStatement(messages)}) AS keyless, ${heldBack} AS held_back`
+        : `EXISTS (${firstKeyStatement(messages)}) AS keyed_waiting`;
   if (!target.answersWhenEmpty)
     return `${ctes}${update},
     ${flags}`;

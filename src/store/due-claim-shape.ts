@@ -14,6 +14,9 @@ export interface PositionedClaim extends ClaimRequest {
   walkAfter?: string;
 }
 
+/** How a due claim takes rows with an ordering key (DueClaimShape.keyed). */
+export type KeyedRows = 'walk' | 'heads' | 'none';
+
 /** What shapes a due claim's text: its limit, a key's share, a cursor, probes, keyed rows. */
 export interface DueClaimShape {
   limit: number;
@@ -22,10 +25,13 @@ export interface DueClaimShape {
   after: boolean;
   probe?: boolean;
   /**
-   * false: unkeyed rows only, for a backlog with no message with an ordering key unfinished
-   * (see DueClaims, due-claim.ts); the rows then say whether one is now. Default true.
+   * How rows with an ordering key are taken (see DueClaims, due-claim.ts). `walk` (the
+   * default): as runs, by a walk of the keys (claim-walk.ts). `heads`: in due order with the
+   * unkeyed rows, each only while it is its key's head, within a window (claim-heads.ts).
+   * `none`: unkeyed rows only, for a backlog with no message with an ordering key unfinished;
+   * the rows then say whether one is now.
    */
-  keyed?: boolean;
+  keyed?: KeyedRows;
   /**
    * Comes back with one row of nulls beside its flags when it takes nothing, so an empty claim
    * still says whether the next needs the walk (see DueClaims). It costs every row taken a copy
@@ -66,7 +72,7 @@ type DueParameter = keyof typeof DUE_PARAMETERS;
 /** The parameters a due claim's text reads after the shared five, in the order numbered. */
 function dueParameterNames(shape: DueClaimShape): DueParameter[] {
   return [
-    ...(shape.keyed !== false
+    ...((shape.keyed ?? 'walk') === 'walk'
       ? (['walkStart', 'heldKeys', 'heldFirst', 'heldLast', 'heldTokens'] as const)
       : []),
     ...(shape.after ? (['cursorDue', 'cursorId'] as const) : []),

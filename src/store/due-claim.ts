@@ -1,28 +1,33 @@
 /**
- * The due claim as the store runs it: with the keyed half (the walk of the ordering keys,
- * claim-walk.ts) or, while no message with an ordering key is unfinished, without it.
+ * The due claim as the store runs it, in one of three ways with ordering keys: with the walk of
+ * the keys (claim-walk.ts), taking heads in due order (claim-heads.ts), or, while no message with
+ * an ordering key is unfinished, without keyed rows at all.
  *
- * The keyed half is most of the claim statement's plan, and PostgreSQL starts every node of a
- * plan on every run, walked or not: a claim of 100 rows with no key anywhere cost 1.1 ms more
- * server CPU with it than without (about 11 µs a message, docs/benchmarks.md, scenario 1).
- * Planning it costs more again, and a claim is planned on every run over Neon's HTTP driver and
- * on the first runs over each new connection: on a new connection, 5.6 to 6.2 ms against 2.0 to
- * 2.2 for the claim without it ("Idle ticks", docs/benchmarks.md).
+ * The walk is most of the claim statement's plan, and PostgreSQL starts every node of a plan on
+ * every run, walked or not: a claim of 100 rows with no key anywhere cost 1.1 ms more server CPU
+ * with it than without (about 11 µs a message, docs/benchmarks.md, scenario 1). Planning it
+ * costs more again, and a claim is planned on every run over Neon's HTTP driver and on the first
+ * runs over each new connection: on a new connection, 5.6 to 6.2 ms against 2.0 to 2.2 for the
+ * claim without it ("Idle ticks", docs/benchmarks.md).
  *
- * So every due claim says whether the next needs the walk: a keyed claim whether no message with
- * an ordering key is unfinished (`keyless`), an unkeyed one whether one is (`keyed_waiting`).
- * An unkeyed claim, and a store's first claim, come back with one row of nulls beside the flags
- * when they take nothing, so an empty one says it too (the others' rows skip the copy that
- * costs: a keyed claim that takes nothing keeps the walk). The claim after one that says a
- * keyed message waits walks the keys; an unkeyed claim that came back short while one waits is
- * `partial`, and the drain claims again at once instead of taking it for the end of what was
- * due.
+ * So every due claim says whether the next needs keyed rows: a keyed claim whether no message
+ * with an ordering key is unfinished (`keyless`), an unkeyed one whether one is
+ * (`keyed_waiting`). An unkeyed claim, a claim taking heads, and a store's first claim come back
+ * with one row of nulls beside the flags when they take nothing, so an empty one says it too
+ * (the walk's rows skip the copy that costs: a walk that takes nothing keeps the walk). The
+ * claim after one that says a keyed message waits walks the keys; an unkeyed claim that came
+ * back short while one waits is `partial`, and the drain claims again at once instead of taking
+ * it for the end of what was due.
  *
- * A store's first claim goes by what the last claim over its schema in this process said (none
- * yet: without the walk). A cron invocation builds a store per tick, so an idle outbox's tick
- * makes one claim without the walk, and an outbox whose keyed messages wait for days (in backoff,
- * or dead and kept) walks at once instead of paying a claim without it first on every tick.
- */
+ * The walk pays for every key it visits, which over many keys with a few messages each is most
+ * of the claim: there a claim taking heads costs about what an unkeyed one does (nextKeyed says
+ * when). A claim taking heads that its window held back is `partial` too.
+ *
+ * A store's first claim goes by what the last claim over its schema in this process did (none
+ * yet: without keyed rows). A cron invocation builds a store per tick, so an idle outbox's tick
+ * makes one claim without keyed rows, and an outbox whose keyed messages wait for days (in
+ * backoff, or dead and kept) walks at once instead of paying a claim without them first on every
+ * tick. */
 
 import type { ClaimRequest, ClaimResult } from '../core/outbox-store.js';
 import { cursorOf, positionAfter, positionOf, positionText } from './claim-position.js';
@@ -30,29 +35,43 @@ import {
   type DueClaimShape,
   dueClaimParameters,
   dueClaimShape,
+  type KeyedRows,
   type PositionedClaim,
 } from './due-claim-shape.js';
 import { type ClaimedRow, claimResultFromRows } from './message-rows.js';
 
 /**
- * Whether the last due claim over each schema (by name) said a keyed message waits: where a
- * store's first claim starts. Past this many schemas, the kept ones are forgotten.
+ * How the last due claim over each schema (by name) took keyed rows, where a store's first claim
+ * starts. Past this many schemas, the kept ones are forgotten.
  */
-const keyedWaitingBySchema = new Map<string, boolean>();
+const keyedRowsBySchema = new Map<string, KeyedRows>();
 const SCHEMAS_KEPT = 64;
 
+/**
+ * Walk claims after a claim taking heads found its window held back before the next may try
+ * again: 8 at first, twice as many after each try that is held back again, up to 64. Over a few
+ * deep keys every try is held back (and costs about a claim: docs/benchmarks.md, "Heads in due
+ * order"), so the tries come one in 64 claims once the backlog has shown its shape.
+ */
+const HEADS_RETRY_FIRST = 8;
+const HEADS_RETRY_MOST = 64;
+
 export class DueClaims {
-  /** The next claim leaves keyed rows out: no message with an ordering key was unfinished. */
-  private keyless: boolean;
+  /** How the next claim takes keyed rows. */
+  private keyed: KeyedRows;
   /** No claim yet. */
   private first = true;
+  /** Walk claims left before a claim may take heads again. */
+  private walksBeforeHeads = 0;
+  /** What walksBeforeHeads becomes when the next claim taking heads is held back. */
+  private headsRetry = HEADS_RETRY_FIRST;
 
   constructor(
     private readonly schema: string,
     private readonly texts: (shape: DueClaimShape) => string,
     private readonly run: (text: string, params: unknown[]) => Promise<readonly ClaimedRow[]>,
   ) {
-    this.keyless = keyedWaitingBySchema.get(schema) !== true;
+    this.keyed = keyedRowsBySchema.get(schema) ?? 'none';
   }
 
   /**
@@ -60,7 +79,7 @@ export class DueClaims {
    * the request's position says (claim-position.ts), and says where the next resumes.
    */
   async claim(request: ClaimRequest, shared: readonly unknown[]): Promise<ClaimResult> {
-    const walked = !this.keyless;
+    const { keyed } = this;
     const position = positionOf(request.resumeAt);
     const positioned: PositionedClaim = { ...request };
     const after = cursorOf(request, position);
@@ -68,8 +87,8 @@ export class DueClaims {
     if (position.walkAfter !== undefined) positioned.walkAfter = position.walkAfter;
     const shape: DueClaimShape = {
       ...dueClaimShape(positioned),
-      keyed: walked,
-      answersWhenEmpty: !walked || this.first,
+      keyed,
+      answersWhenEmpty: keyed !== 'walk' || this.first,
     };
     this.first = false;
     const answer = await this.run(this.texts(shape), dueClaimParameters(positioned, shared, shape));
@@ -77,15 +96,56 @@ export class DueClaims {
     // empty claim that does not could not say: take it that a keyed message waits.
     const flags = answer[0];
     const rows = flags?.id == null ? [] : answer;
-    const keyedWaiting = walked ? flags?.keyless !== true : flags?.keyed_waiting !== false;
-    this.keyless = !keyedWaiting;
-    if (keyedWaitingBySchema.size >= SCHEMAS_KEPT) keyedWaitingBySchema.clear();
-    keyedWaitingBySchema.set(this.schema, keyedWaiting);
-    const taken = claimResultFromRows(rows, request.claimToken);
+    const keyedWaiting =
+      keyed === 'none' ? flags?.keyed_waiting !== false : flags?.keyless !== true;
+    const heldBack = flags?.held_back === true;
+    const taken = claimResultFromRows(rows, request.claimToken, keyed === 'heads');
     const { result } = taken;
-    if (!walked && rows.length < request.limit && keyedWaiting) result.partial = true;
+    if (keyed === 'none' && rows.length < request.limit && keyedWaiting) result.partial = true;
+    if (heldBack) result.partial = true;
     if (taken.keysWalked !== undefined) result.tookRuns = true;
+    this.keyed = keyedWaiting ? this.nextKeyed(shape, rows, heldBack) : 'none';
+    if (keyedRowsBySchema.size >= SCHEMAS_KEPT) keyedRowsBySchema.clear();
+    keyedRowsBySchema.set(this.schema, this.keyed);
     result.resumeAt = positionText(positionAfter(position, after, taken));
     return result;
+  }
+
+  /**
+   * How the claim after this one takes keyed rows, while a keyed message waits. A claim without
+   * them is followed by a walk. A walk that came back full with runs shorter than a share on
+   * average (many keys, a few messages each: over a few deep keys every run is a share long) is
+   * followed by a claim taking heads, which then goes on while its claims come back full. One
+   * that falls short is followed by walks again, and if it was held back, by at least
+   * walksBeforeHeads of them.
+   */
+  private nextKeyed(
+    shape: DueClaimShape,
+    rows: readonly ClaimedRow[],
+    heldBack: boolean,
+  ): KeyedRows {
+    const full = rows.length >= shape.limit;
+    switch (shape.keyed) {
+      case 'none':
+        return 'walk';
+      case 'heads':
+        if (full) {
+          this.headsRetry = HEADS_RETRY_FIRST;
+          return 'heads';
+        }
+        if (heldBack) {
+          this.walksBeforeHeads = this.headsRetry;
+          this.headsRetry = Math.min(2 * this.headsRetry, HEADS_RETRY_MOST);
+        }
+        return 'walk';
+    }
+    if (this.walksBeforeHeads > 0) {
+      this.walksBeforeHeads -= 1;
+      return 'walk';
+    }
+    // Runs shorter than a share on average: more keys than the keyed rows fill at a share each.
+    const keyed = rows.filter((row) => row.ordering_key !== null);
+    const keys = new Set(keyed.map((row) => row.ordering_key)).size;
+    return full && keys > Math.ceil(keyed.length / shape.share) ? 'heads' : 'walk';
   }
 }

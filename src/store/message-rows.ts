@@ -103,6 +103,11 @@ export type ClaimedRow = Pick<
   keyless?: boolean | null;
   /** Unkeyed due claims: a message with an ordering key is unfinished (every row alike). */
   keyed_waiting?: boolean | null;
+  /**
+   * Due claims taking heads: the claim came back short while its scan's window ended among due
+   * rows, so it may have left claimable rows unread (claim-heads.ts; every row alike).
+   */
+  held_back?: boolean | null;
 };
 
 /** The claimed message, with where its row is and its payload's size for its settle. */
@@ -147,9 +152,14 @@ export interface RowsClaimed {
  * A claim's result from its rows: the statement returns them as its update took them; they go
  * out in turns (every key's head and the unkeyed rows in due order, then every key's second
  * row, and so on), so a key's rows are queued in id order, each behind the one before it. The
- * last unkeyed row in due order is where the next claim's scan may start.
+ * last unkeyed row in due order (any row, with `keyedInDueOrder`) is where the next claim's
+ * scan may start.
  */
-export function claimResultFromRows(rows: readonly ClaimedRow[], claimToken: string): RowsClaimed {
+export function claimResultFromRows(
+  rows: readonly ClaimedRow[],
+  claimToken: string,
+  keyedInDueOrder = false,
+): RowsClaimed {
   const claimed: ClaimedMessage[] = [];
   const exhausted: ExhaustedMessage[] = [];
   const behind = continuedRuns(rows[0]?.continued);
@@ -170,10 +180,10 @@ export function claimResultFromRows(rows: readonly ClaimedRow[], claimToken: str
   if (keysWalked !== undefined) taken.keysWalked = keysWalked;
   if (rows[0]?.caught_up === true) result.caughtUp = true;
   // A probe (a half-open destination's one message) may lie anywhere in due order, and keyed
-  // rows come from the walk: the next claim's scan starts after the last row the due scan took,
-  // never past rows it did not read.
+  // rows come from the walk unless `keyedInDueOrder` (a claim taking heads): the next claim's
+  // scan starts after the last row the due scan took, never past rows it did not read.
   const lastRow = inDueOrder(rows).findLast(
-    (row) => row.probe !== true && row.ordering_key === null,
+    (row) => row.probe !== true && (keyedInDueOrder || row.ordering_key === null),
   );
   // Due times are whole milliseconds (enqueue truncates them; later writes come from Dates).
   if (lastRow)

@@ -1,0 +1,270 @@
+/**
+ * Over many ordering keys with a few messages each, due claims take keyed rows as heads in due
+ * order instead of walking the keys (src/store/claim-heads.ts; when, src/store/due-claim.ts):
+ * after a walk that came back full of runs shorter than a share, claims take heads while they
+ * come back full. A claim taking heads takes a keyed row only while nothing earlier with its
+ * key is pending or claimed, reads a window of the due order, and comes back partial when the
+ * window ended among rows it could not take; the claims after it walk. The statement is the same
+ * over every driver; the store's claims run over node-pg, the drains over every driver.
+ */
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { drainOnce } from '../../src/core/drain.js';
+import type { ClaimRequest, ClaimResult, OutboxStore } from '../../src/core/outbox-store.js';
+import { delivered } from '../../src/core/settlement.js';
+import { HEADS_WINDOW_PER_ROW } from '../../src/store/claim-heads.js';
+import { useTestDatabase } from '../support/database.js';
+import {
+  claimCountingStore,
+  claimRequest,
+  freshOutbox,
+  recordingSender,
+  walkKeysNext,
+  watchedExecutor,
+} from '../support/drain-fixtures.js';
+import { DRIVER_NAMES, type Driver, useDriver } from '../support/drivers.js';
+
+const database = useTestDatabase();
+
+/** How a claim's statement took keyed rows: by the walk, as heads, or not at all. */
+function keyedRowsOf(text: string): 'walk' | 'heads' | 'none' {
+  if (/\bwalk\(step/.test(text)) return 'walk';
+  return /\bheads AS \(/.test(text) ? 'heads' : 'none';
+}
+
+/**
+ * A store over a fresh outbox that notes how each of its claims took keyed rows, the messages
+ * given (kind test.kind, one ordering key each, or none) enqueued in order, due a millisecond
+ * apart from a minute ago, so due order is enqueue order.
+ */
+async function headsOutbox(driver: Driver, orderingKeys: readonly (string | undefined)[]) {
+  const { outbox } = await freshOutbox(driver);
+  const startMs = Date.now() - 60_000;
+  const keys = await outbox.enqueue(
+    driver.db,
+    orderingKeys.map((orderingKey, n) => ({
+      kind: 'test.kind',
+      payload: { n },
+      orderingKey,
+      dueAt: new Date(startMs + n),
+    })),
+  );
+  const ways: string[] = [];
+  let last: { text: string; params: unknown[] } | undefined;
+  const store = outbox.store(
+    watchedExecutor(driver.db, (text, params = []) => {
+      if (!text.includes('claim_now')) return;
+      ways.push(keyedRowsOf(text));
+      last = { text, params };
+    }),
+  );
+  return { outbox, store, keys, ways, lastClaim: () => last! };
+}
+
+/**
+ * How many rows of messages_claimable the claim's scans (alias m) read, by EXPLAIN ANALYZE of
+ * the statement in a transaction rolled back: the rows they returned and those their filter
+ * removed.
+ */
+async function rowsScanned(claim: { text: string; params: unknown[] }): Promise<number> {
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    const { rows } = await client.query(
+      `EXPLAIN (ANALYZE, FORMAT JSON) ${claim.text}`,
+      claim.params,
+    );
+    await client.query('ROLLBACK');
+    let read = 0;
+    const visit = (node: Record<string, unknown>) => {
+      if (node['Index Name'] === 'messages_claimable' && node.Alias === 'm') {
+        read += Number(node['Actual Rows']) + Number(node['Rows Removed by Filter'] ?? 0);
+      }
+      for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) visit(child);
+    };
+    visit((rows[0]['QUERY PLAN'] as { Plan: Record<string, unknown> }[])[0]!.Plan);
+    return read;
+  } finally {
+    await client.end();
+  }
+}
+
+/** `count` ordering keys, key-000, key-001, ... in turn over `keys` keys. */
+function inTurn(count: number, keys: number): string[] {
+  return Array.from({ length: count }, (_, n) => `key-${String(n % keys).padStart(3, '0')}`);
+}
+
+/** A claim of 10 with a share of 5, after the position `resumeAt`. */
+function claimOf10(overrides: Partial<ClaimRequest> = {}): ClaimRequest {
+  return claimRequest({ limit: 10, keyShare: 5, ...overrides });
+}
+
+/** Readies `store` to walk, then makes two claims of 10: the walk, and the claim after it. */
+async function walkThenNext(
+  store: OutboxStore,
+): Promise<{ walked: ClaimResult; next: ClaimResult }> {
+  await walkKeysNext(store);
+  const walked = await store.claim(claimOf10());
+  const next = await store.claim(claimOf10({ resumeAt: walked.resumeAt }));
+  return { walked, next };
+}
+
+/** The message keys of a claim's rows, in the order the claim returned them. */
+const taken = (result: ClaimResult) => result.claimed.map((message) => message.key);
+
+describe('claims taking heads', () => {
+  const driver = useDriver('node-pg', database);
+
+  it('follow a walk that came back full of short runs over many keys, and take heads in due order', async () => {
+    // 30 keys, two messages each: the walk's runs are two long, a share is five.
+    const { store, keys, ways, lastClaim } = await headsOutbox(driver, inTurn(60, 30));
+    const { walked, next: heads } = await walkThenNext(store);
+    expect(taken(walked)).toHaveLength(10);
+    // The heads of keys 5 to 14 in due order. Keys 0 to 4 are out with the walk's claim (both
+    // their messages), so nothing of theirs is a head.
+    expect(ways.slice(1)).toEqual(['walk', 'heads']);
+    expect(taken(heads)).toEqual(keys.slice(5, 15));
+    expect(heads.partial).toBeUndefined();
+    expect(heads.tookRuns).toBeUndefined();
+    // In a backlog, the next claim's scan starts after the last row this one took, keyed or not.
+    const next = await store.claim(claimOf10({ resumeAt: heads.resumeAt, backlog: true }));
+    expect(ways.at(-1)).toBe('heads');
+    expect(String(lastClaim().params.at(-1))).toBe(heads.claimed.at(-1)!.id);
+    expect(taken(next)).toEqual(keys.slice(15, 25));
+  });
+
+  it('never take a message while an earlier one of its key is pending or claimed, whatever its due time', async () => {
+    // key-00's two messages are due first; keys 01 to 40 have one message each after them.
+    const { store, keys, ways } = await headsOutbox(driver, [
+      'key-000',
+      'key-000',
+      ...inTurn(41, 41).slice(1),
+    ]);
+    // Another drain's kick holds key-00's first message.
+    const kicked = await store.claim(claimRequest({ keys: [keys[0]!], limit: 1 }));
+    expect(taken(kicked)).toEqual([keys[0]]);
+    const { walked, next: heads } = await walkThenNext(store);
+    expect(taken(walked)).toEqual(keys.slice(2, 12));
+    // key-00's second message, due before every head, waits for its first.
+    expect(ways.at(-1)).toBe('heads');
+    expect(taken(heads)).toEqual(keys.slice(12, 22));
+    // Once key-00's first is delivered, its second is a head like any other.
+    await store.settle(
+      kicked.claimed.map((message) => ({ message, settlement: delivered() })),
+      new Date(),
+    );
+    const next = await store.claim(claimOf10({ resumeAt: heads.resumeAt }));
+    expect(ways.at(-1)).toBe('heads');
+    expect(taken(next)[0]).toBe(keys[1]);
+  });
+
+  it('come back partial when their window ends among held-back rows, and the claims after them walk', async () => {
+    // Twelve keys of one message, then one key with a long backlog, due after them (and last
+    // in key order, so the walk takes the others first).
+    const deep = HEADS_WINDOW_PER_ROW * 10 * 3;
+    const { store, keys, ways } = await headsOutbox(driver, [
+      ...inTurn(12, 12),
+      ...Array.from({ length: deep }, () => 'zz-deep'),
+    ]);
+    const { walked, next: heads } = await walkThenNext(store);
+    expect(taken(walked)).toEqual(keys.slice(0, 10));
+    // The two heads left and the deep key's head; the rest of the window is the deep key's
+    // backlog, held back behind its head.
+    expect(ways.at(-1)).toBe('heads');
+    expect(taken(heads)).toEqual(keys.slice(10, 13));
+    expect(heads.partial).toBe(true);
+    await store.claim(claimOf10({ resumeAt: heads.resumeAt }));
+    expect(ways.at(-1)).toBe('walk');
+  });
+
+  it('read at most their window of the due order, however deep the backlog held back', async () => {
+    const window = 2 * HEADS_WINDOW_PER_ROW * 10;
+    const { store, ways, lastClaim } = await headsOutbox(driver, [
+      ...inTurn(12, 12),
+      ...Array.from({ length: 3 * window }, () => 'zz-deep'),
+    ]);
+    await walkThenNext(store);
+    expect(ways.at(-1)).toBe('heads');
+    // From the start of the due order (no cursor): a window of twice the rows, for the rows
+    // claimed and not yet settled at its head.
+    expect(await rowsScanned(lastClaim())).toBeLessThanOrEqual(window);
+  });
+
+  it('come back short but not partial when their window held every due row, and the next claim walks', async () => {
+    const { store, keys, ways } = await headsOutbox(driver, inTurn(13, 13));
+    const { next: heads } = await walkThenNext(store);
+    expect(ways.at(-1)).toBe('heads');
+    expect(taken(heads)).toEqual(keys.slice(10, 13));
+    expect(heads.partial).toBeUndefined();
+    await store.claim(claimOf10({ resumeAt: heads.resumeAt }));
+    expect(ways.at(-1)).toBe('walk');
+  });
+
+  it('wait eight walks after one that was held back before taking heads again', async () => {
+    // A key of many messages due first, so a claim taking heads finds its window held back;
+    // then many keys of one message, so every walk comes back full of runs of one.
+    const deep = HEADS_WINDOW_PER_ROW * 10 * 3;
+    const { store, ways } = await headsOutbox(driver, [
+      ...Array.from({ length: deep }, () => 'zz-deep'),
+      ...inTurn(400, 200),
+    ]);
+    await walkKeysNext(store);
+    let resumeAt: string | undefined;
+    const claims: ClaimResult[] = [];
+    for (let n = 0; n < 12; n++) {
+      const result = await store.claim(claimOf10({ resumeAt }));
+      claims.push(result);
+      resumeAt = result.resumeAt;
+    }
+    // The walk takes both messages of five keys; the claim after it takes heads, and its window,
+    // the deep key's backlog, is held back. Eight walks follow before heads again.
+    expect(ways.slice(1)).toEqual([
+      'walk',
+      'heads',
+      ...Array.from({ length: 8 }, () => 'walk'),
+      'walk',
+      'heads',
+    ]);
+    expect(claims[1]!.partial).toBe(true);
+  });
+});
+
+describe.each(DRIVER_NAMES)('drains taking heads, through %s', (driverName) => {
+  const driver = useDriver(driverName, database);
+
+  it('deliver each key in enqueue order and each message once, two claims on the wire', async () => {
+    const { outbox } = await freshOutbox(driver);
+    const keys = await outbox.enqueue(
+      driver.db,
+      inTurn(300, 150).map((orderingKey, n) => ({
+        kind: 'test.kind',
+        payload: { n },
+        orderingKey,
+      })),
+    );
+    const ways: string[] = [];
+    const watched = outbox.store(
+      watchedExecutor(driver.db, (text) => {
+        if (text.includes('claim_now')) ways.push(keyedRowsOf(text));
+      }),
+    );
+    // Each claim 10 ms away, so the lanes empty the queue before one lands.
+    const far = claimCountingStore(watched as OutboxStore, 10);
+    const sender = recordingSender();
+    const report = await drainOnce({
+      store: far.store,
+      senders: { 'test.kind': sender.send },
+      batchSize: 10,
+      concurrency: 4,
+    });
+    expect(report.delivered).toBe(300);
+    expect(ways).toContain('heads');
+    expect(far.seen.mostOnWire).toBe(2);
+    expect(new Set(sender.calls.map((call) => call.key)).size).toBe(300);
+    for (let key = 0; key < 150; key++) {
+      const ofKey = (message: string) => keys.indexOf(message) % 150 === key;
+      expect(sender.delivered.filter(ofKey)).toEqual(keys.filter(ofKey));
+    }
+  });
+});
