@@ -42,10 +42,12 @@ const KILL_DRAIN = fileURLToPath(new URL('./fixtures/kill-drain.ts', import.meta
 const RUNS_PER_DRIVER = Number(process.env.OUTBOX_RELIABILITY_KILL_RUNS ?? 17);
 const MESSAGES_PER_RUN = 8;
 /**
- * Ordering keys per driver and destination: 6 of each run's 8 messages carry one, in turn; 2
- * carry none.
+ * Ordering keys per driver and destination: 6 of each run's 8 messages carry one, three per
+ * destination, each run's three the next three keys in turn; 2 carry none. A backlog then spans
+ * many keys of a message or two, so the drains take keys' heads in due order as well as walking
+ * the keys (src/store/due-claim.ts), and each key gets a message every fourth run.
  */
-const ORDERING_KEYS = 3;
+const ORDERING_KEYS = 12;
 /** The kind the drains send in batches, to SQS; the others are webhooks. */
 const QUEUE_KIND = 'queue.event';
 const SQS_REGION = 'us-east-1';
@@ -134,7 +136,9 @@ async function killLane(driver: DriverName, random: () => number) {
       n % 2 === 0 ? 'webhook' : QUEUE_KIND,
     );
     const orderingKeys = kinds.map((kind, n) =>
-      n < MESSAGES_PER_RUN - 2 ? `${driver}/${kind}/${n % ORDERING_KEYS}` : undefined,
+      n < MESSAGES_PER_RUN - 2
+        ? `${driver}/${kind}/${(3 * index + Math.floor(n / 2)) % ORDERING_KEYS}`
+        : undefined,
     );
     const keys = await outbox.enqueue(
       db,
