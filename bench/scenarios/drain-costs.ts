@@ -4,7 +4,7 @@
  * process running the drain per delivered message, collected run by run and turned into four
  * table rows. On a busy machine the two CPU rows say what the rate would be on a quiet one.
  */
-import { RunsBySystem } from '../lib/stats.js';
+import { median, RunsBySystem } from '../lib/stats.js';
 import type { SystemId } from '../systems/types.js';
 import type { DrainMeasurement } from './harness.js';
 import type { ResultRow } from './types.js';
@@ -63,4 +63,22 @@ export class DrainCosts {
       },
     ];
   }
+}
+
+/**
+ * This build's drains against another build's (BENCH_BASELINE), both as outbox-relay: each figure
+ * (rate, server CPU, WAL and drain process CPU per message) as this build / the baseline, from
+ * the medians of their runs and, steadier on a shared machine, as the median of the run-by-run
+ * ratios (each run drains the two builds one right after the other). A rate above 1 is better;
+ * CPU and WAL below 1.
+ */
+export function againstBaseline(ours: DrainCosts, baseline: DrainCosts): string {
+  const ratios = (runs: RunsBySystem<SystemId>, other: RunsBySystem<SystemId>) => {
+    const mine = runs.get('outbox-relay');
+    const theirs = other.get('outbox-relay');
+    if (!mine || !theirs || mine.length !== theirs.length) return 'n/a';
+    const paired = mine.map((value, run) => value / theirs[run]!);
+    return `${(median(mine) / median(theirs)).toFixed(3)}x (run by run ${median(paired).toFixed(3)}x)`;
+  };
+  return `rate ${ratios(ours.rates, baseline.rates)}, PostgreSQL CPU per message ${ratios(ours.cpu, baseline.cpu)}, WAL per message ${ratios(ours.wal, baseline.wal)}, drain process CPU per message ${ratios(ours.clientCpu, baseline.clientCpu)}`;
 }

@@ -6,13 +6,13 @@
 import { scaled } from '../lib/config.js';
 import { rotated } from '../lib/order.js';
 import { noopSend } from '../lib/receiver.js';
-import { measurement, median, RunsBySystem } from '../lib/stats.js';
+import { measurement, RunsBySystem } from '../lib/stats.js';
 import { baselineSystem } from '../systems/baseline-build.js';
 import { SYSTEMS } from '../systems/index.js';
 import { outboxRelayNoHistorySystem } from '../systems/outbox-relay.js';
 import type { QueueSystem } from '../systems/types.js';
 import { SYSTEM_IDS, type SystemId } from '../systems/types.js';
-import { DrainCosts } from './drain-costs.js';
+import { againstBaseline, DrainCosts } from './drain-costs.js';
 import { type DrainCase, type DrainMeasurement, measureDrain } from './harness.js';
 import type { ResultRow, Scenario, ScenarioContext } from './types.js';
 
@@ -136,7 +136,9 @@ export const noOpDrainScenario: Scenario = {
       rows,
       notes: [
         `1: pg-boss work() sleeps out pollingIntervalSeconds (0.5 s, its minimum) after every batch, so one worker peaks at batchSize / 0.5 s = ${(THROUGHPUT_BATCH / 0.5).toLocaleString('en-US')} msg/s.`,
-        ...(baseline ? [againstBaseline(drains, baselineDrains)] : []),
+        ...(baseline
+          ? [`1: this build / BENCH_BASELINE: ${againstBaseline(drains, baselineDrains)}.`]
+          : []),
       ],
     };
   },
@@ -152,21 +154,4 @@ function measureBaseline(
     `1 no-op drain: ${baseline.label}, ${drainCase.messages.toLocaleString('en-US')} messages, run ${run}/${context.config.runs}`,
   );
   return measureDrain(context, baseline, drainCase);
-}
-
-/**
- * This build against the baseline: each figure (rate, server CPU, WAL and drain process CPU per
- * message) as this build / the baseline, from the medians of their runs and, steadier on a
- * shared machine, as the median of the run-by-run ratios (each run drains the two builds one
- * right after the other). A rate above 1 is better; CPU and WAL below 1.
- */
-function againstBaseline(ours: DrainCosts, baseline: DrainCosts): string {
-  const ratios = (runs: RunsBySystem<SystemId>, other: RunsBySystem<SystemId>) => {
-    const mine = runs.get('outbox-relay');
-    const theirs = other.get('outbox-relay');
-    if (!mine || !theirs || mine.length !== theirs.length) return 'n/a';
-    const paired = mine.map((value, run) => value / theirs[run]!);
-    return `${(median(mine) / median(theirs)).toFixed(3)}x (run by run ${median(paired).toFixed(3)}x)`;
-  };
-  return `1: this build / BENCH_BASELINE: rate ${ratios(ours.rates, baseline.rates)}, PostgreSQL CPU per message ${ratios(ours.cpu, baseline.cpu)}, WAL per message ${ratios(ours.wal, baseline.wal)}, drain process CPU per message ${ratios(ours.clientCpu, baseline.clientCpu)}.`;
 }

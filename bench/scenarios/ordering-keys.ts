@@ -10,9 +10,10 @@ import { scaled } from '../lib/config.js';
 import { rotated } from '../lib/order.js';
 import { noopSend } from '../lib/receiver.js';
 import { measurement, median } from '../lib/stats.js';
+import { baselineSystem } from '../systems/baseline-build.js';
 import { SYSTEMS } from '../systems/index.js';
-import { ORDERING_SYSTEMS, type SystemId } from '../systems/types.js';
-import { DrainCosts } from './drain-costs.js';
+import { ORDERING_SYSTEMS, type QueueSystem, type SystemId } from '../systems/types.js';
+import { againstBaseline, DrainCosts } from './drain-costs.js';
 import { measureDrain } from './harness.js';
 import { THROUGHPUT_BATCH, THROUGHPUT_CONCURRENCY } from './no-op-drain.js';
 import type { ResultRow, Scenario } from './types.js';
@@ -52,30 +53,44 @@ export const orderingKeysScenario: Scenario = {
     const notes: string[] = [];
     const serverCpu: Partial<Record<SystemId, readonly number[]>>[] = [];
     for (const id of ORDERING_SYSTEMS) await context.warmUp(SYSTEMS[id]);
+    // Another build of ours (BENCH_BASELINE), drained right before ours in odd runs and right
+    // after in even ones, so a change to the keyed claim reads against the build before it.
+    const baseline = context.config.baseline ? await baselineSystem(context.config.baseline) : null;
+    if (baseline) await context.warmUp(baseline);
     for (const { keys, messages: unscaled } of CASES) {
       const messages = scaled(context.config, unscaled, unscaled / 5);
       const costs = new DrainCosts();
+      const baselineCosts = new DrainCosts();
+      const over = `${messages.toLocaleString('en-US')} messages over ${keys === 0 ? 'no' : keys.toLocaleString('en-US')} keys`;
+      const measure = async (system: QueueSystem, run: number) => {
+        context.progress(`11 ordering keys: ${system.label}, ${over}, run ${run}/${runs}`);
+        const result = await measureDrain(context, system, {
+          messages,
+          batchSize: THROUGHPUT_BATCH,
+          concurrency: THROUGHPUT_CONCURRENCY,
+          send: noopSend,
+          orderingKeys: keys === 0 ? undefined : keys,
+          timeLimitMs: TIME_LIMIT_MS,
+        });
+        if (result.cutOff) {
+          notes.push(
+            `11: ${system.label}, ${over}, run ${run}: cut off at ${TIME_LIMIT_MS / 1000} s with ${result.delivered} delivered; rated on those`,
+          );
+        }
+        return result;
+      };
       for (let run = 1; run <= runs; run++) {
         for (const id of rotated(ORDERING_SYSTEMS, run)) {
-          const system = SYSTEMS[id];
-          context.progress(
-            `11 ordering keys: ${system.label}, ${messages.toLocaleString('en-US')} messages over ${keys === 0 ? 'no' : keys.toLocaleString('en-US')} keys, run ${run}/${runs}`,
-          );
-          const result = await measureDrain(context, system, {
-            messages,
-            batchSize: THROUGHPUT_BATCH,
-            concurrency: THROUGHPUT_CONCURRENCY,
-            send: noopSend,
-            orderingKeys: keys === 0 ? undefined : keys,
-            timeLimitMs: TIME_LIMIT_MS,
-          });
-          if (result.cutOff) {
-            notes.push(
-              `11: ${system.label}, ${messages} over ${keys} keys, run ${run}: cut off at ${TIME_LIMIT_MS / 1000} s with ${result.delivered} delivered; rated on those`,
-            );
-          }
-          costs.add(id, result);
+          const withBaseline = baseline !== null && id === 'outbox-relay';
+          if (withBaseline && run % 2 === 1) baselineCosts.add(id, await measure(baseline, run));
+          costs.add(id, await measure(SYSTEMS[id], run));
+          if (withBaseline && run % 2 === 0) baselineCosts.add(id, await measure(baseline, run));
         }
+      }
+      if (baseline) {
+        notes.push(
+          `11: ${over}: this build / BENCH_BASELINE: ${againstBaseline(costs, baselineCosts)}.`,
+        );
       }
       serverCpu.push(Object.fromEntries(costs.cpu.entries()));
       const shape =
