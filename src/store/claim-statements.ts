@@ -246,8 +246,8 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
     runsGoOn !== undefined
       ? keyedClaimFlags(target.limit, runsGoOn, messages)
       : heldBack !== undefined
-        ? `NOT EXISTS (${firstKeyStatement(messages)}) AS keyless, ${heldBack} AS held_back`
-        : `EXISTS (${firstKeyStatement(messages)}) AS keyed_waiting`;
+        ? `(${firstKeyStatement(messages)}) IS NULL AS keyless, ${heldBack} AS held_back`
+        : `(${firstKeyStatement(messages)}) IS NOT NULL AS keyed_waiting`;
   if (!target.answersWhenEmpty)
     return `${ctes}${update},
     ${flags}`;
@@ -328,7 +328,7 @@ function keyedClaimFlags(limit: number, runsGoOn: string, messages: string): str
     (SELECT string_agg(c.id || ' ' || c.behind, ',') FROM chosen c
       WHERE c.behind IS NOT NULL AND c.id = ANY(ARRAY(SELECT id FROM locked_runs))) AS continued,
     ${caughtUp(limit, runsGoOn)} AS caught_up,
-    NOT EXISTS (${firstKeyStatement(messages)}) AS keyless`;
+    (${firstKeyStatement(messages)}) IS NULL AS keyless`;
 }
 
 /**

@@ -184,6 +184,12 @@ export function keyedRunsStatement(
 /**
  * The first ordering key in key order with an unfinished message (pending, claimed or dead):
  * one descent of messages_ordering_unfinished. No row: no message with a key is unfinished.
+ *
+ * Read as a scalar subquery (`(...) IS NULL`), never under EXISTS: inside EXISTS the planner
+ * drops the ORDER BY, and where most rows carry a key it reads the table from its first page
+ * instead, stepping over every row deleted since the last vacuum, which a drain leaves at the
+ * front: 252 pages, 0.14 to 0.33 ms a claim, once 4,000 of 5,000 were delivered, against 3 to 7
+ * index pages and 0.03 ms this way.
  */
 export function firstKeyStatement(messages: string): string {
   return `SELECT n.ordering_key::text AS k FROM ${messages} n

@@ -167,6 +167,7 @@ interface PlanNode {
   'CTE Name'?: string;
   'Index Name'?: string;
   'Index Cond'?: string;
+  'Relation Name'?: string;
   'Actual Rows'?: number;
   'Actual Loops'?: number;
   Plans?: PlanNode[];
@@ -271,6 +272,59 @@ describe('the settle statement', () => {
         params,
       );
       expect(loopsOverCtes(rows[0]!['QUERY PLAN'][0].Plan)).toEqual([]);
+    }
+  });
+});
+
+describe('whether a keyed message is unfinished', () => {
+  it('is read from the ordering index, not from the front of the table where delivered rows were', async () => {
+    const db = pgExecutor(database.pool);
+    const outbox = createOutbox({ schema: 'first_key_plan', kinds: { 'test.kind': true } });
+    await outbox.migrate(db);
+    for (let start = 0; start < 5_000; start += 1_000) {
+      await outbox.enqueue(
+        db,
+        Array.from({ length: 1_000 }, (_, n) => ({
+          kind: 'test.kind',
+          payload: { n: start + n },
+          orderingKey: `key-${(start + n) % 1_000}`,
+        })),
+      );
+    }
+    await database.pool.query('VACUUM ANALYZE first_key_plan.messages');
+    // As a drain leaves it before a vacuum: the first 4,000 delivered and deleted.
+    await database.pool.query(
+      'DELETE FROM first_key_plan.messages WHERE id IN (SELECT id FROM first_key_plan.messages ORDER BY id LIMIT 4000)',
+    );
+    const request = claimRequest({ limit: 100 });
+    const statements = outboxStatements('first_key_plan');
+    const client = await database.pool.connect();
+    try {
+      for (const keyed of ['walk', 'heads', 'none'] as const) {
+        const shape = { limit: 100, share: 10, after: false, keyed, answersWhenEmpty: true };
+        await client.query('BEGIN');
+        const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+          `EXPLAIN (ANALYZE, FORMAT JSON) ${statements.claimDueMessages(shape)}`,
+          dueClaimParameters(
+            request,
+            [
+              request.now,
+              request.claimToken,
+              request.leaseMs,
+              request.deadHeadBlocks,
+              request.kinds,
+            ],
+            shape,
+          ),
+        );
+        await client.query('ROLLBACK');
+        const tableScans = allNodes(rows[0]!['QUERY PLAN'][0].Plan).filter(
+          (node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'messages',
+        );
+        expect({ keyed, tableScans: tableScans.length }).toEqual({ keyed, tableScans: 0 });
+      }
+    } finally {
+      client.release();
     }
   });
 });
