@@ -468,7 +468,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_STATEMENTS,
-        find: 'EXISTS (${firstKeyStatement(messages)}) AS keyed_waiting',
+        find: '(${firstKeyStatement(messages)}) IS NOT NULL AS keyed_waiting',
         replace: 'false AS keyed_waiting',
       },
     ],

@@ -27,7 +27,8 @@
  * yet: without keyed rows). A cron invocation builds a store per tick, so an idle outbox's tick
  * makes one claim without keyed rows, and an outbox whose keyed messages wait for days (in
  * backoff, or dead and kept) walks at once instead of paying a claim without them first on every
- * tick. */
+ * tick.
+ */
 
 import type { ClaimRequest, ClaimResult } from '../core/outbox-store.js';
 import { cursorOf, positionAfter, positionOf, positionText } from './claim-position.js';
@@ -125,19 +126,17 @@ export class DueClaims {
     heldBack: boolean,
   ): KeyedRows {
     const full = rows.length >= shape.limit;
-    switch (shape.keyed) {
-      case 'none':
-        return 'walk';
-      case 'heads':
-        if (full) {
-          this.headsRetry = HEADS_RETRY_FIRST;
-          return 'heads';
-        }
-        if (heldBack) {
-          this.walksBeforeHeads = this.headsRetry;
-          this.headsRetry = Math.min(2 * this.headsRetry, HEADS_RETRY_MOST);
-        }
-        return 'walk';
+    if (shape.keyed === 'none') return 'walk';
+    if (shape.keyed === 'heads') {
+      if (full) {
+        this.headsRetry = HEADS_RETRY_FIRST;
+        return 'heads';
+      }
+      if (heldBack) {
+        this.walksBeforeHeads = this.headsRetry;
+        this.headsRetry = Math.min(2 * this.headsRetry, HEADS_RETRY_MOST);
+      }
+      return 'walk';
     }
     if (this.walksBeforeHeads > 0) {
       this.walksBeforeHeads -= 1;
