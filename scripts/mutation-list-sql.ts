@@ -200,9 +200,9 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_STATEMENTS,
-        find: 'rows: (where, rows) => candidates(where, rows, true, true),',
+        find: 'const heads = (where: string, rows: string) => candidates(where, rows, true, true);',
         replace:
-          "rows: (where, rows) => candidates(where, rows, true, true).replace('OR NOT EXISTS', 'OR true OR NOT EXISTS'),",
+          "const heads = (where: string, rows: string) => candidates(where, rows, true, true).replace('OR NOT EXISTS', 'OR true OR NOT EXISTS');",
       },
     ],
     tests: [
@@ -485,8 +485,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_STATEMENTS,
-        find: "'AND (m.due_at, m.id) > (SELECT due_at, id FROM cursor)'",
-        replace: "''",
+        find: '`AND (m.due_at, m.id) > (SELECT due_at, id FROM cursor)${within.ahead}`',
+        replace: '`${within.ahead}`',
       },
     ],
     tests: [
@@ -507,8 +507,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_STATEMENTS,
-        find: 'unkeyed AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),',
-        replace: 'unkeyed AS (SELECT * FROM ahead),',
+        find: '${name} AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),',
+        replace: '${name} AS (SELECT * FROM ahead),',
       },
     ],
     tests: [

@@ -28,52 +28,34 @@
 export const HEADS_WINDOW_PER_ROW = 4;
 
 /**
- * The scan's CTEs, ending in `heads`: the rows `rows(where, limit)` selects (due, heads of their
- * key or unkeyed, locked SKIP LOCKED), bounded by windows. With a cursor (a CTE `cursor` holding
- * its due_at and id), the rows after it come first, in a window starting at it, then, if those
- * fall short, the rows up to it, in a window from the start (see claimStatement's cursor).
- * `heldBack`: the claim came back short while a window it read ended among due rows, so rows
- * it did not read may be claimable: the drain should claim again rather than take the claim
- * for the end of what was due.
+ * The windows of a claim taking heads: their CTEs, the bound each puts on the due order's scan
+ * (`within.ahead` on the rows after the cursor, or on the whole scan without one; `within.behind`
+ * on the rows up to the cursor; see claimStatement's cursor), and `heldBack`: the claim, whose
+ * rows are the CTE `heads`, came back short while a window it read ended among due rows, so rows
+ * it did not read may be claimable, and the drain should claim again rather than take the claim
+ * for the end of what was due. The window from the start ended early only if it ended before the
+ * cursor; it is read only when the claim is short (otherwise its scan never starts: a LIMIT of 0).
  */
-export function headsScan(
+export function headsWindows(
   messages: string,
   limit: number,
   cursor: boolean,
-  parts: {
-    /** The claim's now. */
-    now: string;
-    /** The claim's scan: due rows that are heads or unkeyed, with `where`, locked, at most `limit`. */
-    rows: (where: string, limit: string) => string;
-  },
-): { ctes: string; heldBack: string } {
-  const { now, rows } = parts;
-  const short = `(SELECT count(*) FROM heads) < ${limit}`;
-  if (!cursor) {
-    const window = headsWindow(messages, 'heads_window', limit, null);
-    return {
-      ctes: `${window.cte}
-  heads AS (${rows(window.within, String(limit))}
-  ),`,
-      heldBack: `(${short} AND EXISTS (SELECT 1 FROM heads_window WHERE due_at <= ${now}))`,
-    };
-  }
+  now: string,
+): { ctes: string; within: { ahead: string; behind: string }; heldBack: string } {
   const at = '(SELECT due_at, id FROM cursor)';
-  const ahead = headsWindow(messages, 'ahead_window', limit, at);
-  const behind = headsWindow(messages, 'behind_window', limit, null);
-  // The window from the start ended early only if it ended before the cursor. Read only when
-  // the claim is short: otherwise its scan never starts (a LIMIT of 0).
+  const ahead = headsWindow(messages, 'ahead_window', limit, cursor ? at : null);
+  const behind = cursor ? headsWindow(messages, 'behind_window', limit, null) : undefined;
   return {
-    ctes: `${ahead.cte}
-  ${behind.cte}
-  ahead AS (${rows(`AND (m.due_at, m.id) > ${at} ${ahead.within}`, String(limit))}
-  ),
-  behind AS (${rows(`AND (m.due_at, m.id) <= ${at} ${behind.within}`, `${limit} - (SELECT count(*) FROM ahead)`)}
-  ),
-  heads AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),`,
-    heldBack: `(CASE WHEN ${short} THEN
-      EXISTS (SELECT 1 FROM ahead_window WHERE due_at <= ${now})
-      OR EXISTS (SELECT 1 FROM behind_window w WHERE (w.due_at, w.id) < ${at})
+    ctes: `${ahead.cte}${behind ? `\n  ${behind.cte}` : ''}
+  `,
+    within: { ahead: ahead.within, behind: behind?.within ?? '' },
+    heldBack: `(CASE WHEN (SELECT count(*) FROM heads) < ${limit} THEN
+      EXISTS (SELECT 1 FROM ahead_window WHERE due_at <= ${now})${
+        behind
+          ? `
+      OR EXISTS (SELECT 1 FROM behind_window w WHERE (w.due_at, w.id) < ${at})`
+          : ''
+      }
     ELSE false END)`,
   };
 }
@@ -110,7 +92,7 @@ function headsWindow(
   ),`;
   // Two scalar subqueries, not a row subquery: the comparison is then an index condition of the
   // scan, which stops at the window's end. No last row: the window runs to the end.
-  const within = `AND (m.due_at, m.id) <= ((SELECT coalesce(max(due_at), 'infinity') FROM ${name}),
+  const within = ` AND (m.due_at, m.id) <= ((SELECT coalesce(max(due_at), 'infinity') FROM ${name}),
         (SELECT coalesce(max(id), 0) FROM ${name}))`;
   return { cte, within };
 }

@@ -3,7 +3,7 @@
  * one statement. Built per schema and limit by outboxStatements (statements.ts).
  */
 
-import { headsScan } from './claim-heads.js';
+import { headsWindows } from './claim-heads.js';
 import { probeStatement } from './claim-probes.js';
 import { firstKeyStatement, keyedRunsStatement } from './claim-walk.js';
 import { type DueClaimShape, dueParameter } from './due-claim-shape.js';
@@ -151,26 +151,32 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
     AS due_at, ${dueParameter(target, 'cursorId')}::bigint AS id),
   `
       : '';
+    // The scan of the due order into the CTE `name`: after a cursor, the rows after it first,
+    // then, if those fall short, the rows up to it. `within` bounds each (claim-heads.ts).
+    const dueOrder = (
+      name: string,
+      rows: (where: string, rows: string) => string,
+      within = { ahead: '', behind: '' },
+    ) =>
+      target.after
+        ? `ahead AS (${rows(`AND (m.due_at, m.id) > (SELECT due_at, id FROM cursor)${within.ahead}`, String(limit))}
+  ),
+  behind AS (${rows(`AND (m.due_at, m.id) <= (SELECT due_at, id FROM cursor)${within.behind}`, `${limit} - (SELECT count(*) FROM ahead)`)}
+  ),
+  ${name} AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),`
+        : `${name} AS (${rows(within.ahead, String(limit))}
+  ),`;
     if (keyed === 'heads') {
-      const scan = headsScan(messages, limit, target.after, {
-        now,
-        rows: (where, rows) => candidates(where, rows, true, true),
-      });
-      heldBack = scan.heldBack;
-      dueCtes = `${cursor}${scan.ctes}
+      const windows = headsWindows(messages, limit, target.after, now);
+      heldBack = windows.heldBack;
+      const heads = (where: string, rows: string) => candidates(where, rows, true, true);
+      dueCtes = `${cursor}${windows.ctes}${dueOrder('heads', heads, windows.within)}
   due AS (SELECT id, kind, destination, exhausted, watched FROM heads),`;
     } else {
       // A paused destination's messages wait (docs/destinations.md), open or half-open: the
       // probe of a half-open one is taken apart (probeStatement).
       const unkeyedRows = (where: string, rows: string) => candidates(where, rows, true, false);
-      const unkeyed = target.after
-        ? `${cursor}ahead AS (${unkeyedRows('AND (m.due_at, m.id) > (SELECT due_at, id FROM cursor)', String(limit))}
-  ),
-  behind AS (${unkeyedRows('AND (m.due_at, m.id) <= (SELECT due_at, id FROM cursor)', `${limit} - (SELECT count(*) FROM ahead)`)}
-  ),
-  unkeyed AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),`
-        : `unkeyed AS (${unkeyedRows('', String(limit))}
-  ),`;
+      const unkeyed = `${cursor}${dueOrder('unkeyed', unkeyedRows)}`;
       const runs = keyed === 'walk' ? keyedRuns(messages, destinations, due, target) : undefined;
       runsGoOn = runs?.runsGoOn;
       dueCtes = runs
