@@ -8,17 +8,42 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_DESTINATION_HEALTH } from '../../src/core/destination-health.js';
+import type { NewMessage } from '../../src/core/message.js';
+import type { SqlExecutor } from '../../src/core/ports.js';
 import { delivered, retry } from '../../src/core/settlement.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
-import { createOutbox } from '../../src/outbox.js';
+import { createOutbox, type Outbox } from '../../src/outbox.js';
 import { positionOf } from '../../src/store/claim-position.js';
 import { dueClaimParameters } from '../../src/store/due-claim-shape.js';
 import { settleKeepsHealth, settleParameters } from '../../src/store/settle-parameters.js';
 import { outboxStatements } from '../../src/store/statements.js';
 import { useTestDatabase } from '../support/database.js';
 import { claimRequest } from '../support/drain-fixtures.js';
+import { allNodes, type PlanNode, planAsRun } from '../support/query-plans.js';
 
 const database = useTestDatabase();
+
+/**
+ * `count` messages of test.kind, payload `{ n }` unless `message(n)` says otherwise, enqueued
+ * 1,000 to a statement.
+ */
+async function enqueueThousands(
+  outbox: Outbox,
+  db: SqlExecutor,
+  count: number,
+  message: (n: number) => Partial<NewMessage> = () => ({}),
+): Promise<void> {
+  for (let start = 0; start < count; start += 1_000) {
+    await outbox.enqueue(
+      db,
+      Array.from({ length: Math.min(1_000, count - start) }, (_, i) => ({
+        kind: 'test.kind',
+        payload: { n: start + i },
+        ...message(start + i),
+      })),
+    );
+  }
+}
 
 /** One connection, so pg_prepared_statements shows the statements this test prepared. */
 async function connectOne(): Promise<pg.Client> {
@@ -87,16 +112,7 @@ describe('the claim statement', () => {
     const outbox = createOutbox({ schema: 'later_generic', kinds: { 'test.kind': true } });
     await outbox.migrate(db);
     // 10,000 due in ten minutes (parked at a pause's end, or backing off), 2,000 due now.
-    for (let start = 0; start < 12_000; start += 1_000) {
-      await outbox.enqueue(
-        db,
-        Array.from({ length: 1_000 }, (_, n) => ({
-          kind: 'test.kind',
-          payload: { n: start + n },
-          ...(start < 10_000 ? { delayMs: 600_000 } : {}),
-        })),
-      );
-    }
+    await enqueueThousands(outbox, db, 12_000, (n) => (n < 10_000 ? { delayMs: 600_000 } : {}));
     await client.query(
       `INSERT INTO later_generic.destinations (destination, failures, pauses, paused_until,
          paused_at, paused_by, updated_at)
@@ -119,12 +135,7 @@ describe('the claim statement', () => {
     const db = pgExecutor(client);
     const outbox = createOutbox({ schema: 'cursor_generic', kinds: { 'test.kind': true } });
     await outbox.migrate(db);
-    for (let start = 0; start < 30_000; start += 1_000) {
-      await outbox.enqueue(
-        db,
-        Array.from({ length: 1_000 }, (_, n) => ({ kind: 'test.kind', payload: { n: start + n } })),
-      );
-    }
+    await enqueueThousands(outbox, db, 30_000);
     await client.query('VACUUM ANALYZE cursor_generic.messages');
     const store = outbox.store(db);
     // Claims of 100 from the cursor, each batch delivered as a drain would. With the cursor as
@@ -161,22 +172,6 @@ describe('the claim statement', () => {
   });
 });
 
-/** A plan node as EXPLAIN (FORMAT JSON) gives it. */
-interface PlanNode {
-  'Node Type': string;
-  'CTE Name'?: string;
-  'Index Name'?: string;
-  'Index Cond'?: string;
-  'Relation Name'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  Plans?: PlanNode[];
-}
-
-function allNodes(node: PlanNode): PlanNode[] {
-  return [node, ...(node.Plans ?? []).flatMap(allNodes)];
-}
-
 describe('the claim after a cursor', () => {
   it('starts its scan of the due index at the cursor, and looks from the start only when short', async () => {
     const db = pgExecutor(database.pool);
@@ -185,46 +180,35 @@ describe('the claim after a cursor', () => {
     // No plan knows the claim's now or its cursor, so the planner guesses a third of the rows
     // for each bound: on 500 rows it expected fewer than the limit and sorted every due row
     // (a few hundred, cheap); from a few thousand it walks the index to the limit.
-    for (let start = 0; start < 5_000; start += 1_000) {
-      await outbox.enqueue(
-        db,
-        Array.from({ length: 1_000 }, (_, n) => ({ kind: 'test.kind', payload: { n: start + n } })),
-      );
-    }
+    await enqueueThousands(outbox, db, 5_000);
     await database.pool.query('ANALYZE cursor_plan.messages');
     const { resumeAt } = await outbox.store(db).claim(claimRequest({ limit: 100 }));
     const request = claimRequest({ limit: 100 });
-    const client = await database.pool.connect();
-    try {
-      // Executed (ANALYZE), so loops show which scans ran; rolled back.
-      await client.query('BEGIN');
-      const shape = { limit: 100, share: 10, after: true };
-      const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-        `EXPLAIN (ANALYZE, FORMAT JSON) ${outboxStatements('cursor_plan').claimDueMessages(shape)}`,
-        dueClaimParameters(
-          { ...request, after: positionOf(resumeAt).cursor },
-          [request.now, request.claimToken, request.leaseMs, request.deadHeadBlocks, request.kinds],
-          shape,
-        ),
-      );
-      const scans = allNodes(rows[0]!['QUERY PLAN'][0].Plan).filter(
-        (node) => node['Index Name'] === 'messages_claimable_unkeyed',
-      );
-      const ahead = scans.filter((node) =>
-        /ROW\((m\.)?due_at, (m\.)?id\) > ROW\(/.test(node['Index Cond'] ?? ''),
-      );
-      const behind = scans.filter((node) =>
-        /ROW\((m\.)?due_at, (m\.)?id\) <= ROW\(/.test(node['Index Cond'] ?? ''),
-      );
-      // The cursor bounds each scan (an index condition) rather than filtering rows after it.
-      expect([scans.length, ahead.length, behind.length]).toEqual([2, 1, 1]);
-      // 100 rows lay after the cursor, so the scan from the start never ran.
-      expect(ahead[0]!['Actual Rows']).toBe(100);
-      expect(behind[0]!['Actual Loops']).toBe(0);
-    } finally {
-      await client.query('ROLLBACK').catch(() => {});
-      client.release();
-    }
+    // Executed (ANALYZE), so loops show which scans ran; rolled back.
+    const shape = { limit: 100, share: 10, after: true };
+    const plan = await planAsRun(
+      database.pool,
+      outboxStatements('cursor_plan').claimDueMessages(shape),
+      dueClaimParameters(
+        { ...request, after: positionOf(resumeAt).cursor },
+        [request.now, request.claimToken, request.leaseMs, request.deadHeadBlocks, request.kinds],
+        shape,
+      ),
+    );
+    const scans = allNodes(plan).filter(
+      (node) => node['Index Name'] === 'messages_claimable_unkeyed',
+    );
+    const ahead = scans.filter((node) =>
+      /ROW\((m\.)?due_at, (m\.)?id\) > ROW\(/.test(node['Index Cond'] ?? ''),
+    );
+    const behind = scans.filter((node) =>
+      /ROW\((m\.)?due_at, (m\.)?id\) <= ROW\(/.test(node['Index Cond'] ?? ''),
+    );
+    // The cursor bounds each scan (an index condition) rather than filtering rows after it.
+    expect([scans.length, ahead.length, behind.length]).toEqual([2, 1, 1]);
+    // 100 rows lay after the cursor, so the scan from the start never ran.
+    expect(ahead[0]!['Actual Rows']).toBe(100);
+    expect(behind[0]!['Actual Loops']).toBe(0);
   });
 });
 
@@ -240,15 +224,7 @@ describe('the settle statement', () => {
     const db = pgExecutor(database.pool);
     const outbox = createOutbox({ schema: 'settle_plan', kinds: { 'test.kind': true } });
     await outbox.migrate(db);
-    for (let start = 0; start < 30_000; start += 1000) {
-      await outbox.enqueue(
-        db,
-        Array.from({ length: 1000 }, (_, n) => ({
-          kind: 'test.kind',
-          payload: { n: start + n, body: 'x'.repeat(100) },
-        })),
-      );
-    }
+    await enqueueThousands(outbox, db, 30_000, (n) => ({ payload: { n, body: 'x'.repeat(100) } }));
     // Statistics from a quiet moment: nothing claimed. Then a large group is claimed.
     await database.pool.query('ANALYZE settle_plan.messages');
     const claimToken = crypto.randomUUID();
@@ -281,16 +257,7 @@ describe('whether a keyed message is unfinished', () => {
     const db = pgExecutor(database.pool);
     const outbox = createOutbox({ schema: 'first_key_plan', kinds: { 'test.kind': true } });
     await outbox.migrate(db);
-    for (let start = 0; start < 5_000; start += 1_000) {
-      await outbox.enqueue(
-        db,
-        Array.from({ length: 1_000 }, (_, n) => ({
-          kind: 'test.kind',
-          payload: { n: start + n },
-          orderingKey: `key-${(start + n) % 1_000}`,
-        })),
-      );
-    }
+    await enqueueThousands(outbox, db, 5_000, (n) => ({ orderingKey: `key-${n % 1_000}` }));
     await database.pool.query('VACUUM ANALYZE first_key_plan.messages');
     // As a drain leaves it before a vacuum: the first 4,000 delivered and deleted.
     await database.pool.query(
@@ -298,33 +265,21 @@ describe('whether a keyed message is unfinished', () => {
     );
     const request = claimRequest({ limit: 100 });
     const statements = outboxStatements('first_key_plan');
-    const client = await database.pool.connect();
-    try {
-      for (const keyed of ['walk', 'heads', 'none'] as const) {
-        const shape = { limit: 100, share: 10, after: false, keyed, answersWhenEmpty: true };
-        await client.query('BEGIN');
-        const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-          `EXPLAIN (ANALYZE, FORMAT JSON) ${statements.claimDueMessages(shape)}`,
-          dueClaimParameters(
-            request,
-            [
-              request.now,
-              request.claimToken,
-              request.leaseMs,
-              request.deadHeadBlocks,
-              request.kinds,
-            ],
-            shape,
-          ),
-        );
-        await client.query('ROLLBACK');
-        const tableScans = allNodes(rows[0]!['QUERY PLAN'][0].Plan).filter(
-          (node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'messages',
-        );
-        expect({ keyed, tableScans: tableScans.length }).toEqual({ keyed, tableScans: 0 });
-      }
-    } finally {
-      client.release();
+    for (const keyed of ['walk', 'heads', 'none'] as const) {
+      const shape = { limit: 100, share: 10, after: false, keyed, answersWhenEmpty: true };
+      const plan = await planAsRun(
+        database.pool,
+        statements.claimDueMessages(shape),
+        dueClaimParameters(
+          request,
+          [request.now, request.claimToken, request.leaseMs, request.deadHeadBlocks, request.kinds],
+          shape,
+        ),
+      );
+      const tableScans = allNodes(plan).filter(
+        (node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'messages',
+      );
+      expect({ keyed, tableScans: tableScans.length }).toEqual({ keyed, tableScans: 0 });
     }
   });
 });

@@ -7,7 +7,6 @@
  * window ended among rows it could not take; the claims after it walk. The statement is the same
  * over every driver; the store's claims run over node-pg, the drains over every driver.
  */
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
 import type { ClaimRequest, ClaimResult, OutboxStore } from '../../src/core/outbox-store.js';
@@ -23,6 +22,7 @@ import {
   watchedExecutor,
 } from '../support/drain-fixtures.js';
 import { DRIVER_NAMES, type Driver, useDriver } from '../support/drivers.js';
+import { allNodes, planAsRun } from '../support/query-plans.js';
 
 const database = useTestDatabase();
 
@@ -62,32 +62,14 @@ async function headsOutbox(driver: Driver, orderingKeys: readonly (string | unde
 }
 
 /**
- * How many rows of messages_claimable the claim's scans (alias m) read, by EXPLAIN ANALYZE of
- * the statement in a transaction rolled back: the rows they returned and those their filter
- * removed.
+ * How many rows of messages_claimable the claim's scans (alias m) read, as it ran in a
+ * transaction rolled back: the rows they returned and those their filter removed.
  */
 async function rowsScanned(claim: { text: string; params: unknown[] }): Promise<number> {
-  const client = new pg.Client({ connectionString: database.url });
-  await client.connect();
-  try {
-    await client.query('BEGIN');
-    const { rows } = await client.query(
-      `EXPLAIN (ANALYZE, FORMAT JSON) ${claim.text}`,
-      claim.params,
-    );
-    await client.query('ROLLBACK');
-    let read = 0;
-    const visit = (node: Record<string, unknown>) => {
-      if (node['Index Name'] === 'messages_claimable' && node.Alias === 'm') {
-        read += Number(node['Actual Rows']) + Number(node['Rows Removed by Filter'] ?? 0);
-      }
-      for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) visit(child);
-    };
-    visit((rows[0]['QUERY PLAN'] as { Plan: Record<string, unknown> }[])[0]!.Plan);
-    return read;
-  } finally {
-    await client.end();
-  }
+  const plan = await planAsRun(database.pool, claim.text, claim.params);
+  return allNodes(plan)
+    .filter((node) => node['Index Name'] === 'messages_claimable' && node.Alias === 'm')
+    .reduce((read, node) => read + node['Actual Rows']! + (node['Rows Removed by Filter'] ?? 0), 0);
 }
 
 /** `count` ordering keys, key-000, key-001, ... in turn over `keys` keys. */
