@@ -18,7 +18,7 @@ import { dueClaimParameters } from '../../src/store/due-claim-shape.js';
 import { settleKeepsHealth, settleParameters } from '../../src/store/settle-parameters.js';
 import { outboxStatements } from '../../src/store/statements.js';
 import { useTestDatabase } from '../support/database.js';
-import { claimRequest } from '../support/drain-fixtures.js';
+import { claimRequest, walkKeysNext } from '../support/drain-fixtures.js';
 import { allNodes, type PlanNode, planAsRun } from '../support/query-plans.js';
 
 const database = useTestDatabase();
@@ -152,6 +152,43 @@ describe('the claim statement', () => {
       );
     }
     await expectKeptGenericPlan(client, 'ahead AS');
+  });
+
+  it('walking the keys, keeps its generic plan when the backlog grows tenfold and is analyzed again', async () => {
+    client = await connectOne();
+    const db = pgExecutor(client);
+    const outbox = createOutbox({ schema: 'walk_growth', kinds: { 'test.kind': true } });
+    await outbox.migrate(db);
+    const overTenKeys = (n: number) => ({ orderingKey: `key-${n % 10}` });
+    await enqueueThousands(outbox, db, 4_000, overTenKeys);
+    await client.query('VACUUM ANALYZE walk_growth.messages');
+    const store = outbox.store(db);
+    await walkKeysNext(store);
+    // A drain's walks: runs of 10 over the ten keys, each claim continuing the runs before it.
+    const walks = async (count: number) => {
+      for (let run = 0; run < count; run++) {
+        const { claimed } = await store.claim(claimRequest({ limit: 100, keyShare: 10 }));
+        expect(claimed).toHaveLength(100);
+        await store.settle(
+          claimed.map((message) => ({ message, settlement: delivered() })),
+          new Date(),
+        );
+      }
+    };
+    await walks(8);
+    await expectKeptGenericPlan(client, 'AS keyless');
+    // A backlog ten times deeper, analyzed again (as autovacuum would) while the connection
+    // keeps the prepared claim: PostgreSQL builds a new generic plan and compares its cost with
+    // the average of the custom plans it made before. With LIMITs the planner could not read (a
+    // share less the head), the walk's estimate was about 80,000 here and grew with the rows
+    // per key (800,000 after), so a generic plan rebuilt after growth, or a custom plan a
+    // fraction of a percent cheaper, left every claim planned anew (2 ms each; 0 generic plans
+    // here even before the growth). Read with constant LIMITs, it stays near 11,000 from 5,000
+    // rows to 200,000.
+    await enqueueThousands(outbox, db, 40_000, overTenKeys);
+    await client.query('VACUUM ANALYZE walk_growth.messages');
+    await walks(12);
+    await expectKeptGenericPlan(client, 'AS keyless');
   });
 
   it('refuses a limit that is not a whole number above 0, or a share per key outside 1 to the limit, before any SQL is built', () => {
