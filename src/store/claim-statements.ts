@@ -294,6 +294,7 @@ function keyedRuns(
       AND h.health IS DISTINCT FROM ${PAUSED}
     FOR UPDATE OF m SKIP LOCKED`,
       parameter: (name) => dueParameter(shape, name),
+      unkeyedCount: '(SELECT count(*) FROM unkeyed)',
     },
     { limit, share },
   );
@@ -313,7 +314,7 @@ function keyedRuns(
   ),${lockRuns}
   due AS (
     SELECT id, kind, destination, exhausted, watched FROM unkeyed
-    WHERE id = ANY(ARRAY(SELECT id FROM chosen WHERE k IS NULL))
+    WHERE id IN (SELECT id FROM chosen WHERE k IS NULL)
     UNION ALL
     SELECT id, kind, destination, exhausted, watched FROM locked_runs
   ),`;
@@ -329,10 +330,9 @@ function keyedRuns(
  */
 function keyedClaimFlags(limit: number, runsGoOn: string, messages: string): string {
   return `
-    (SELECT c.k FROM chosen c WHERE c.id = ANY(ARRAY(SELECT id FROM locked_runs))
-      ORDER BY c.step DESC LIMIT 1) AS walk_key,
-    (SELECT string_agg(c.id || ' ' || c.behind, ',') FROM chosen c
-      WHERE c.behind IS NOT NULL AND c.id = ANY(ARRAY(SELECT id FROM locked_runs))) AS continued,
+    (SELECT k FROM locked_runs ORDER BY step DESC LIMIT 1) AS walk_key,
+    (SELECT string_agg(id || ' ' || behind, ',') FROM locked_runs
+      WHERE behind IS NOT NULL) AS continued,
     ${caughtUp(limit, runsGoOn)} AS caught_up,
     (${firstKeyStatement(messages)}) IS NULL AS keyless`;
 }

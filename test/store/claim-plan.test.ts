@@ -320,3 +320,34 @@ describe('whether a keyed message is unfinished', () => {
     }
   });
 });
+
+describe('the walk beside unkeyed rows', () => {
+  it('reads no more of a key than its share while unkeyed rows and first shares fill the claim', async () => {
+    const db = pgExecutor(database.pool);
+    const outbox = createOutbox({ schema: 'walk_beside', kinds: { 'test.kind': true } });
+    await outbox.migrate(db);
+    // Every other message on one of 5 keys: 2,500 unkeyed, 500 on each key.
+    await enqueueThousands(outbox, db, 5_000, (n) =>
+      n % 2 ? {} : { orderingKey: `key-${n % 10}` },
+    );
+    await database.pool.query('VACUUM ANALYZE walk_beside.messages');
+    const request = claimRequest({ limit: 100 });
+    const shape = { limit: 100, share: 10, after: false, keyed: 'walk' as const };
+    const plan = await planAsRun(
+      database.pool,
+      outboxStatements('walk_beside').claimDueMessages(shape),
+      dueClaimParameters(
+        { ...request, keyShare: 10 },
+        [request.now, request.claimToken, request.leaseMs, request.deadHeadBlocks, request.kinds],
+        shape,
+      ),
+    );
+    // The walk reads each key's head and a share behind it. The keys' second shares could only
+    // come after every unkeyed row and every first share, which fill the claim: reading them
+    // (90 rows a key here) is work the merge throws away.
+    const keyRowsRead = allNodes(plan)
+      .filter((node) => node['Index Name'] === 'messages_ordering_unfinished')
+      .reduce((sum, node) => sum + (node['Actual Rows'] ?? 0) * (node['Actual Loops'] ?? 0), 0);
+    expect(keyRowsRead).toBeLessThan(100);
+  });
+});
