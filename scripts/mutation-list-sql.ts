@@ -101,7 +101,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_STATEMENTS,
-        find: "AND (${a}.state = 'pending' OR (${a}.state = 'claimed' AND ${a}.lease_expires_at <= ${now}))",
+        find: "AND (${a}.state = 'pending' OR (${a}.state = 'claimed' AND ${a}.lease_expires_at <= ${dueBy}))",
         replace: "AND (${a}.state = 'pending' OR ${a}.state = 'claimed')",
       },
     ],
@@ -113,7 +113,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_STATEMENTS,
-        find: "AND (${a}.state = 'pending' OR (${a}.state = 'claimed' AND ${a}.lease_expires_at <= ${now}))",
+        find: "AND (${a}.state = 'pending' OR (${a}.state = 'claimed' AND ${a}.lease_expires_at <= ${dueBy}))",
         replace: "AND (${a}.state = 'pending')",
       },
     ],
@@ -232,7 +232,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_WALK,
-        find: "bool_and(f.ordering_key = ${key} AND ${claimable('f')})",
+        find: "bool_and(f.ordering_key = ${key} AND ${claimable('f', cn)})",
         replace: 'bool_and(f.ordering_key = ${key})',
       },
     ],
@@ -258,8 +258,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_WALK,
-        find: "bool_and(f.ordering_key = ${key} AND ${claimable('f')})",
-        replace: "bool_and(${claimable('f')})",
+        find: "bool_and(f.ordering_key = ${key} AND ${claimable('f', cn)})",
+        replace: "bool_and(${claimable('f', cn)})",
       },
     ],
     tests: [

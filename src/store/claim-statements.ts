@@ -107,11 +107,15 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
   // Now and the kinds are read from claim_now (below), not as bare parameters.
   const now = '(SELECT now FROM claim_now)';
   const kinds = '(SELECT kinds FROM claim_now)::text[]';
-  // Unfinished, due (or its lease passed), of a kind this drain sends.
-  const due = (a: string) => `${a}.delivered_at IS NULL AND ${a}.dead_at IS NULL
-      AND ${a}.due_at <= ${now}
-      AND (${a}.state = 'pending' OR (${a}.state = 'claimed' AND ${a}.lease_expires_at <= ${now}))
-      AND ${a}.kind = ANY(${kinds})`;
+  // Unfinished, due (or its lease passed), of a kind this drain sends. `at`: the alias of a
+  // claim_now row the query joins in, read as columns (see KeyedRunsParts.claimable).
+  const due = (a: string, at?: string) => {
+    const [dueBy, sent] = at === undefined ? [now, kinds] : [`${at}.now`, `${at}.kinds`];
+    return `${a}.delivered_at IS NULL AND ${a}.dead_at IS NULL
+      AND ${a}.due_at <= ${dueBy}
+      AND (${a}.state = 'pending' OR (${a}.state = 'claimed' AND ${a}.lease_expires_at <= ${dueBy}))
+      AND ${a}.kind = ANY(${sent})`;
+  };
   // Rows a claim may take, in due order: due, heads of their ordering key (or unkeyed only,
   // `keyed` false); locked, skipping rows another claim holds. With `health`, also not of a
   // paused destination (destinationHealth), and `watched`: the row's destination has failures.
@@ -274,19 +278,21 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
 function keyedRuns(
   messages: string,
   destinations: string,
-  due: (alias: string) => string,
+  due: (alias: string, at?: string) => string,
   shape: DueClaimShape,
 ): { ctes: string; runsGoOn: string } {
   const { limit, share } = shape;
-  const health = `(CASE WHEN %.destination IS NOT NULL AND (SELECT watching FROM claim_now) THEN (
+  const paused = (a: string, at?: string) => `(CASE WHEN ${a}.destination IS NOT NULL AND ${
+    at === undefined ? '(SELECT watching FROM claim_now)' : `${at}.watching`
+  } THEN (
           SELECT d.paused_until IS NOT NULL FROM ${destinations} d
-          WHERE d.destination = %.destination) END)`;
+          WHERE d.destination = ${a}.destination) END)`;
   const { walk, lockRuns, runsGoOn } = keyedRunsStatement(
     messages,
     {
       now: '(SELECT now FROM claim_now)',
-      claimable: (a) => `${due(a)}
-        AND ${health.replaceAll('%', a)} IS NOT TRUE`,
+      claimable: (a, at) => `${due(a, at)}
+        AND ${paused(a, at)} IS NOT TRUE`,
       lockById: (ids) => `
     SELECT m.id, m.kind, m.destination, m.attempts >= m.max_attempts AS exhausted,
       h.health = ${FAILING} AS watched
