@@ -20,8 +20,8 @@ export interface KeyedRunsParts {
   /**
    * Whether the row of the given alias may be claimed now, its head's order aside. `claimNow`:
    * the alias of a claim_now row the query joins in, whose columns it reads instead of a scalar
-   * subquery for each (the walk's copies of the test held 36 of the claim's 97 subplans, each
-   * planned, and started on every run).
+   * subquery for each (with one per use, the walk's copies of the test held 39 of the claim's
+   * 97 subplans, each planned, and started on every run).
    */
   claimable: (alias: string, claimNow?: string) => string;
   /** The FOR UPDATE select of claimable rows by id, with kind, destination, exhausted and watched. */
