@@ -6,7 +6,7 @@ import pg from 'pg';
 import type { BenchConfig } from '../lib/config.js';
 import type { BenchPostgres } from '../lib/postgres.js';
 import { noopSend, type SendPayload } from '../lib/receiver.js';
-import type { QueueSystem } from '../systems/types.js';
+import type { QueueHandle, QueueSystem } from '../systems/types.js';
 import type { FreshDatabase, ScenarioContext } from './types.js';
 
 /** Messages in each system's one warm-up drain. */
@@ -93,7 +93,15 @@ export interface DrainCase {
   timeLimitMs?: number;
   /** Spread the messages over this many ordering keys (see EnqueueOptions). */
   orderingKeys?: number;
+  /**
+   * Of `messages`, this many carry no ordering key, enqueued in turns with the keyed ones
+   * (MIXED_TURN of each at a time), so both kinds lie side by side in due order. Default 0.
+   */
+  withoutKeys?: number;
 }
+
+/** Messages per enqueue call while keyed and unkeyed messages take turns (withoutKeys). */
+const MIXED_TURN = 50;
 
 export interface DrainMeasurement {
   /** Delivered messages per second of drain time. */
@@ -139,7 +147,7 @@ export async function measureDrain(
   try {
     const { handle } = database;
     const enqueueStartedAt = performance.now();
-    await handle.enqueue(drainCase.messages, { orderingKeys: drainCase.orderingKeys });
+    await enqueueCase(handle, drainCase);
     const enqueueMs = performance.now() - enqueueStartedAt;
     await context.vacuumAnalyze(database.url, await handle.tables());
 
@@ -181,5 +189,24 @@ export async function measureDrain(
     };
   } finally {
     await database.dispose();
+  }
+}
+
+/** The case's messages: keyed and unkeyed in turns when some go without a key. */
+async function enqueueCase(handle: QueueHandle, drainCase: DrainCase): Promise<void> {
+  const { messages, orderingKeys, withoutKeys = 0 } = drainCase;
+  let keyed = messages - withoutKeys;
+  let unkeyed = withoutKeys;
+  if (unkeyed === 0) {
+    await handle.enqueue(keyed, { orderingKeys });
+    return;
+  }
+  while (keyed > 0 || unkeyed > 0) {
+    const keyedTurn = Math.min(MIXED_TURN, keyed);
+    if (keyedTurn > 0) await handle.enqueue(keyedTurn, { orderingKeys });
+    const unkeyedTurn = Math.min(MIXED_TURN, unkeyed);
+    if (unkeyedTurn > 0) await handle.enqueue(unkeyedTurn);
+    keyed -= keyedTurn;
+    unkeyed -= unkeyedTurn;
   }
 }

@@ -26,13 +26,27 @@ import type { ResultRow, Scenario } from './types.js';
  * ordering rule, which bounds what any of the keyed cases can reach, in the same interleaved
  * runs (graphile-worker's rate moves two- to threefold from day to day on this machine).
  */
-const CASES = [
+const CASES: readonly OrderingCase[] = [
   { keys: 1000, messages: 5000 },
   { keys: 10, messages: 5000 },
   { keys: 1, messages: 5000 },
   { keys: 10, messages: 50_000 },
   { keys: 0, messages: 5000 },
-] as const;
+  // Beside the acceptance's cases: half the backlog without a key, in turns with the keyed half
+  // (a claim merges unkeyed rows with the keys' runs), and claims of 1,000 (a claim's work that
+  // grows with the square of its rows shows there).
+  { keys: 10, messages: 5000, withoutKeys: 0.5 },
+  { keys: 10, messages: 20_000, batch: 1000 },
+];
+
+interface OrderingCase {
+  keys: number;
+  messages: number;
+  /** The share of the messages enqueued without a key, in turns with the keyed. Default 0. */
+  withoutKeys?: number;
+  /** Rows per claim (graphile-worker: its local queue's size). Default THROUGHPUT_BATCH. */
+  batch?: number;
+}
 /** Which case's server CPU is compared with which: same keys, ten times the backlog. */
 const DEEP = { shallow: 1, deep: 3 } as const;
 /** A drain that needs longer is rated on what it delivered by then. */
@@ -57,19 +71,21 @@ export const orderingKeysScenario: Scenario = {
     // after in even ones, so a change to the keyed claim reads against the build before it.
     const baseline = context.config.baseline ? await baselineSystem(context.config.baseline) : null;
     if (baseline) await context.warmUp(baseline);
-    for (const { keys, messages: unscaled } of CASES) {
+    for (const { keys, messages: unscaled, withoutKeys = 0, batch = THROUGHPUT_BATCH } of CASES) {
       const messages = scaled(context.config, unscaled, unscaled / 5);
+      const unkeyed = Math.round(messages * withoutKeys);
       const costs = new DrainCosts();
       const baselineCosts = new DrainCosts();
-      const over = `${messages.toLocaleString('en-US')} messages over ${keys === 0 ? 'no' : keys.toLocaleString('en-US')} keys`;
+      const over = `${messages.toLocaleString('en-US')} messages over ${keys === 0 ? 'no' : keys.toLocaleString('en-US')} keys${unkeyed > 0 ? ` (${unkeyed.toLocaleString('en-US')} of them without)` : ''}${batch === THROUGHPUT_BATCH ? '' : `, claims of ${batch.toLocaleString('en-US')}`}`;
       const measure = async (system: QueueSystem, run: number) => {
         context.progress(`11 ordering keys: ${system.label}, ${over}, run ${run}/${runs}`);
         const result = await measureDrain(context, system, {
           messages,
-          batchSize: THROUGHPUT_BATCH,
+          batchSize: batch,
           concurrency: THROUGHPUT_CONCURRENCY,
           send: noopSend,
           orderingKeys: keys === 0 ? undefined : keys,
+          withoutKeys: unkeyed,
           timeLimitMs: TIME_LIMIT_MS,
         });
         if (result.cutOff) {
@@ -96,11 +112,13 @@ export const orderingKeysScenario: Scenario = {
       const shape =
         keys === 0
           ? 'no ordering keys (the ceiling for the keyed cases)'
-          : `${keys.toLocaleString('en-US')} ordering keys (${Math.round(messages / keys).toLocaleString('en-US')} per key`;
+          : unkeyed > 0
+            ? `${keys.toLocaleString('en-US')} ordering keys and none (${Math.round((messages - unkeyed) / keys).toLocaleString('en-US')} per key, in turns with ${unkeyed.toLocaleString('en-US')} without`
+            : `${keys.toLocaleString('en-US')} ordering keys (${Math.round(messages / keys).toLocaleString('en-US')} per key`;
       rows.push(
         ...costs.rows(
           '11',
-          `no-op drain of ${messages.toLocaleString('en-US')} over ${shape}${keys === 0 ? ' (' : '; '}batch ${THROUGHPUT_BATCH}, ${THROUGHPUT_CONCURRENCY} in flight)`,
+          `no-op drain of ${messages.toLocaleString('en-US')} over ${shape}${keys === 0 ? ' (' : '; '}batch ${batch.toLocaleString('en-US')}, ${THROUGHPUT_CONCURRENCY} in flight)`,
           NO_ORDERING,
         ),
       );
@@ -112,10 +130,10 @@ export const orderingKeysScenario: Scenario = {
       if (!shallow?.length || !deep?.length) continue;
       ratios[id] = measurement([median(deep) / median(shallow)]);
     }
-    const { keys, messages: deep } = CASES[DEEP.deep];
+    const { keys, messages: deep } = CASES[DEEP.deep]!;
     rows.push({
       scenario: '11',
-      label: `server CPU per message, ${deep.toLocaleString('en-US')} over ${keys} keys / ${CASES[DEEP.shallow].messages.toLocaleString('en-US')} over ${keys} (1 = linear)`,
+      label: `server CPU per message, ${deep.toLocaleString('en-US')} over ${keys} keys / ${CASES[DEEP.shallow]!.messages.toLocaleString('en-US')} over ${keys} (1 = linear)`,
       unit: 'x',
       better: 'lower',
       values: ratios,
