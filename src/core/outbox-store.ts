@@ -169,8 +169,9 @@ export interface ClaimResult {
   /** Due claims: where the drain's next due claim resumes (ClaimRequest.resumeAt). */
   resumeAt?: string;
   /**
-   * Due claims: the claim took runs of ordering keys. A second claim made before this one's rows
-   * are recorded would find those runs locked and come back short, so the next claims go one at
+   * Due claims: the claim took runs of ordering keys, or walked the keys and the next claim walks
+   * them again. A second claim made before this one's rows are recorded would find those runs
+   * locked, or start its walk at the same key, and come back short, so the next claims go one at
    * a time.
    */
   tookRuns?: boolean;

@@ -104,8 +104,14 @@ export class DueClaims {
     const { result } = taken;
     if (keyed === 'none' && rows.length < request.limit && keyedWaiting) result.partial = true;
     if (heldBack) result.partial = true;
-    if (taken.keysWalked !== undefined) result.tookRuns = true;
     this.keyed = keyedWaiting ? this.nextKeyed(shape, rows, heldBack) : 'none';
+    // A walk followed by a walk: the claims go one at a time even when this one took no run (its
+    // unkeyed rows due first filled it). Two walks on the wire start at the same key, and the
+    // second finds the first's runs locked: over a backlog half unkeyed, 22 of 56 claims went
+    // beside another, and each connection they reached planned the walk anew.
+    if (taken.keysWalked !== undefined || (keyed === 'walk' && this.keyed === 'walk')) {
+      result.tookRuns = true;
+    }
     if (keyedRowsBySchema.size >= SCHEMAS_KEPT) keyedRowsBySchema.clear();
     keyedRowsBySchema.set(this.schema, this.keyed);
     result.resumeAt = positionText(positionAfter(position, after, taken));

@@ -179,6 +179,31 @@ describe('the claim of ordering keys as runs', () => {
     expect(head.claimed.map((message) => message.key)).toEqual([keys[0]]);
   });
 
+  it('says the claims after a walk go one at a time while keyed messages wait, even when it took only unkeyed rows', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    // Unkeyed messages due first fill the claim; the keys' runs, due after them, are cut.
+    await outbox.enqueue(
+      driver.db,
+      Array.from({ length: 10 }, (_, index) => ({ kind: 'test.kind', payload: { index } })),
+    );
+    await outbox.enqueue(driver.db, keyed(3, 4));
+    await walkKeysNext(store);
+    const unkeyedOnly = await store.claim(claimRequest({ limit: 10, keyShare: 2 }));
+    expect(Object.fromEntries(rowsPerKey(unkeyedOnly.claimed))).toEqual({ null: 10 });
+    // The next claim walks the keys again: a second one beside it would start at the same key
+    // and find the first's runs locked (over a mixed backlog, a third of the claims beside came
+    // back with nothing of their keys, and every connection they took planned the walk anew).
+    expect(unkeyedOnly.tookRuns).toBe(true);
+    const runs = await store.claim(
+      claimRequest({ limit: 10, keyShare: 2, resumeAt: unkeyedOnly.resumeAt }),
+    );
+    expect(Object.fromEntries(rowsPerKey(runs.claimed))).toEqual({
+      'key-0': 4,
+      'key-1': 4,
+      'key-2': 2,
+    });
+  });
+
   it('starts its walk after the key it is given, and comes round to the first keys last', async () => {
     const { outbox, store } = await freshOutbox(driver);
     await outbox.enqueue(driver.db, keyed(6, 2));
