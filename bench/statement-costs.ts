@@ -8,6 +8,7 @@
  *
  *   npm run bench:statements                               the default cases
  *   BENCH_CASES=10x5000,1000x5000 npm run bench:statements  keys x messages (0 keys: none)
+ *   BENCH_CASES=10x5000/2 npm run bench:statements          half of them without a key, in turns
  *   BENCH_CASES=idle,idle-keyed npm run bench:statements    idle cron ticks (see measureIdle)
  *
  * Timings move by a fifth from run to run on a shared machine; counts (calls, plans, rows per
@@ -37,10 +38,15 @@ const IDLE_WARM_TICKS = 20;
 /** Messages an idle case holds, due in an hour: a tick finds nothing due. */
 const IDLE_HELD = 100;
 const IDLE_KEYS = 10;
+/** Messages per turn in a mixed case: this many keyed, then this many without a key. */
+const MIXED_TURN = 50;
 
 type Case =
-  /** A drain of a backlog of `messages` over `keys` ordering keys (0: none). */
-  | { idle: false; keys: number; messages: number }
+  /**
+   * A drain of a backlog of `messages` over `keys` ordering keys (0: none); with `mixed`, every
+   * other turn of MIXED_TURN messages goes without a key (scenario 11's mixed case).
+   */
+  | { idle: false; keys: number; messages: number; mixed: boolean }
   /** Cron ticks with nothing due, the messages held keyed or not. */
   | { idle: true; keyed: boolean };
 
@@ -48,13 +54,18 @@ function readCases(text: string): Case[] {
   return text.split(',').map((each) => {
     const name = each.trim();
     if (name === 'idle' || name === 'idle-keyed') return { idle: true, keyed: name !== 'idle' };
-    const match = /^(\d+)x(\d+)$/.exec(name);
+    const match = /^(\d+)x(\d+)(\/2)?$/.exec(name);
     if (!match) {
       throw new Error(
-        `BENCH_CASES: "${each}" is not keys x messages (e.g. 10x5000), idle or idle-keyed`,
+        `BENCH_CASES: "${each}" is not keys x messages (e.g. 10x5000, or 10x5000/2 for half without a key), idle or idle-keyed`,
       );
     }
-    return { idle: false, keys: Number(match[1]), messages: Number(match[2]) };
+    return {
+      idle: false,
+      keys: Number(match[1]),
+      messages: Number(match[2]),
+      mixed: match[3] !== undefined,
+    };
   });
 }
 
@@ -96,10 +107,17 @@ try {
 
 type Meter = Awaited<ReturnType<typeof serverCostMeter>>;
 
-async function measure({ keys, messages }: { keys: number; messages: number }, meter: Meter) {
+async function measure(
+  { keys, messages, mixed }: { keys: number; messages: number; mixed: boolean },
+  meter: Meter,
+) {
   const label = `${messages.toLocaleString('en-US')} messages over ${
     keys === 0 ? 'no' : keys.toLocaleString('en-US')
-  } ordering key${keys === 1 ? '' : 's'}`;
+  } ordering key${keys === 1 ? '' : 's'}${mixed ? ', half without one' : ''}`;
+  const keyOf = (index: number) =>
+    keys === 0 || (mixed && Math.floor(index / MIXED_TURN) % 2 === 1)
+      ? undefined
+      : orderingKeyOf(index, keys);
   progress(`${label}: enqueueing`);
   const url = await freshDatabase();
   // As the bench opens outbox-relay: a pool of 10 through pgExecutor.
@@ -116,7 +134,7 @@ async function measure({ keys, messages }: { keys: number; messages: number }, m
         Array.from({ length: size }, (_, i) => ({
           kind: BENCH_KIND,
           payload: benchPayload(start + i),
-          orderingKey: keys === 0 ? undefined : orderingKeyOf(start + i, keys),
+          orderingKey: keyOf(start + i),
         })),
       );
     }
