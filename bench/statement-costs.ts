@@ -24,6 +24,7 @@ import { startEmbeddedPostgres } from '../src/dev/embedded-postgres.js';
 import { pgExecutor } from '../src/drivers/node-pg.js';
 import { progress } from './lib/progress.js';
 import { serverCostMeter } from './lib/server-cost.js';
+import { MIXED_TURN } from './scenarios/harness.js';
 import { THROUGHPUT_BATCH, THROUGHPUT_CONCURRENCY } from './scenarios/no-op-drain.js';
 import { BENCH_KIND, benchOutbox } from './systems/outbox-relay.js';
 import { benchPayload, ENQUEUE_CHUNK, orderingKeyOf } from './systems/types.js';
@@ -38,8 +39,6 @@ const IDLE_WARM_TICKS = 20;
 /** Messages an idle case holds, due in an hour: a tick finds nothing due. */
 const IDLE_HELD = 100;
 const IDLE_KEYS = 10;
-/** Messages per turn in a mixed case: this many keyed, then this many without a key. */
-const MIXED_TURN = 50;
 
 type Case =
   /**

@@ -100,8 +100,11 @@ export interface DrainCase {
   withoutKeys?: number;
 }
 
-/** Messages per enqueue call while keyed and unkeyed messages take turns (withoutKeys). */
-const MIXED_TURN = 50;
+/**
+ * Messages per turn while keyed and unkeyed messages take turns (withoutKeys; also
+ * bench:statements' mixed cases).
+ */
+export const MIXED_TURN = 50;
 
 export interface DrainMeasurement {
   /** Delivered messages per second of drain time. */
