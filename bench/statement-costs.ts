@@ -10,6 +10,7 @@
  *   BENCH_CASES=10x5000,1000x5000 npm run bench:statements  keys x messages (0 keys: none)
  *   BENCH_CASES=10x5000/2 npm run bench:statements          half of them without a key, in turns
  *   BENCH_CASES=idle,idle-keyed npm run bench:statements    idle cron ticks (see measureIdle)
+ *   BENCH_STATEMENTS_SHOWN=20 npm run bench:statements      more statements per case (6)
  *
  * Timings move by a fifth from run to run on a shared machine; counts (calls, plans, rows per
  * claim) do not.
@@ -31,8 +32,8 @@ import { benchPayload, ENQUEUE_CHUNK, orderingKeyOf } from './systems/types.js';
 
 /** Scenario 1's backlog without keys, scenario 11's cases, and idle ticks. */
 const DEFAULT_CASES = '0x5000,10x5000,1x5000,1000x5000,10x50000,idle,idle-keyed';
-/** The statements listed per case, most server time first. */
-const STATEMENTS_SHOWN = 6;
+/** The statements listed per case, most server time first (BENCH_STATEMENTS_SHOWN). */
+const STATEMENTS_SHOWN = Number(process.env.BENCH_STATEMENTS_SHOWN ?? 6);
 /** Idle ticks timed per idle case, after a few untimed ones (the server's own caches warm). */
 const IDLE_TICKS = 200;
 const IDLE_WARM_TICKS = 20;
@@ -261,7 +262,7 @@ async function freshDatabase(): Promise<string> {
 async function printStatements(units: number, unit: string) {
   const { rows } = await admin.query<StatementRow>(
     `SELECT calls, plans, total_plan_time, total_exec_time, rows,
-       left(regexp_replace(query, '\\s+', ' ', 'g'), 60) AS query
+       regexp_replace(query, '\\s+', ' ', 'g') AS query
      FROM pg_stat_statements
      WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'statements')
      ORDER BY total_plan_time + total_exec_time DESC
@@ -288,11 +289,18 @@ interface StatementRow {
   query: string;
 }
 
-/** Which of the store's statements a text is, by how it starts. */
+/** What a statement is: a claim by its shape (claim-statements.ts), a settle, or its start. */
 function describe(query: string): string {
-  if (query.startsWith('WITH RECURSIVE claim_now')) return `claim: ${query}...`;
-  if (query.startsWith('WITH o AS')) return `settle: ${query}...`;
-  return `${query}...`;
+  if (query.startsWith('WITH RECURSIVE claim_now')) {
+    const keyed = query.includes('walk(step')
+      ? 'walking the keys'
+      : query.includes('ahead_window')
+        ? 'taking heads'
+        : 'unkeyed rows only';
+    return `due claim ${keyed}${query.includes(' cursor AS ') ? ', after a cursor' : ''}`;
+  }
+  if (query.startsWith('WITH o AS')) return 'settle';
+  return `${query.slice(0, 60)}...`;
 }
 
 /** When one store call was sent and when its answer was back (performance.now()). */
