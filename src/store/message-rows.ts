@@ -163,7 +163,8 @@ export function claimResultFromRows(
   const claimed: ClaimedMessage[] = [];
   const exhausted: ExhaustedMessage[] = [];
   const behind = continuedRuns(rows[0]?.continued);
-  for (const row of inTurns(rows)) {
+  const dueOrder = inDueOrder(rows);
+  for (const row of inTurns(dueOrder)) {
     if (row.state === 'claimed') {
       const message = claimedFromRow(row, claimToken);
       const last = behind.get(message.id);
@@ -182,7 +183,7 @@ export function claimResultFromRows(
   // A probe (a half-open destination's one message) may lie anywhere in due order, and keyed
   // rows come from the walk unless `keyedInDueOrder` (a claim taking heads): the next claim's
   // scan starts after the last row the due scan took, never past rows it did not read.
-  const lastRow = inDueOrder(rows).findLast(
+  const lastRow = dueOrder.findLast(
     (row) => row.probe !== true && (keyedInDueOrder || row.ordering_key === null),
   );
   // Due times are whole milliseconds (enqueue truncates them; later writes come from Dates).
@@ -202,21 +203,28 @@ function continuedRuns(text: string | null | undefined): Map<string, string> {
   return behind;
 }
 
-/** Rows by their place in their key's run (unkeyed rows first), then due time, then id. */
-function inTurns(rows: readonly ClaimedRow[]): ClaimedRow[] {
+/**
+ * Rows in due order by their place in their key's run (unkeyed rows first), then due time, then
+ * id. Over many keys most claims hold one row per key: they are then in turns already.
+ */
+function inTurns(dueOrder: readonly ClaimedRow[]): readonly ClaimedRow[] {
   const byKey = new Map<string, ClaimedRow[]>();
-  for (const row of rows) {
+  let repeated = false;
+  for (const row of dueOrder) {
     if (row.ordering_key === null) continue;
     const run = byKey.get(row.ordering_key);
-    if (run) run.push(row);
-    else byKey.set(row.ordering_key, [row]);
+    if (run) {
+      run.push(row);
+      repeated = true;
+    } else byKey.set(row.ordering_key, [row]);
   }
+  if (!repeated) return dueOrder;
   const place = new Map<ClaimedRow, number>();
   for (const run of byKey.values()) {
     run.sort((a, b) => compareMessageIds(String(a.id), String(b.id)));
     for (const [index, row] of run.entries()) place.set(row, index);
   }
-  return inDueOrder(rows).sort((a, b) => (place.get(a) ?? 0) - (place.get(b) ?? 0));
+  return [...dueOrder].sort((a, b) => (place.get(a) ?? 0) - (place.get(b) ?? 0));
 }
 
 function inDueOrder(rows: readonly ClaimedRow[]): ClaimedRow[] {
