@@ -34,7 +34,9 @@ export const HEADS_WINDOW_PER_ROW = 4;
  * rows are the CTE `heads`, came back short while a window it read ended among due rows, so rows
  * it did not read may be claimable, and the drain should claim again rather than take the claim
  * for the end of what was due. The window from the start ended early only if it ended before the
- * cursor; it is read only when the claim is short (otherwise its scan never starts: a LIMIT of 0).
+ * cursor and among due rows (past a row not yet due, nothing is due: so a claim from the start,
+ * which reads a cursor past every row, says what the text without a cursor says); it is read
+ * only when the claim is short (otherwise its scan never starts: a LIMIT of 0).
  */
 export function headsWindows(
   messages: string,
@@ -53,7 +55,7 @@ export function headsWindows(
       EXISTS (SELECT 1 FROM ahead_window WHERE due_at <= ${now})${
         behind
           ? `
-      OR EXISTS (SELECT 1 FROM behind_window w WHERE (w.due_at, w.id) < ${at})`
+      OR EXISTS (SELECT 1 FROM behind_window w WHERE (w.due_at, w.id) < ${at} AND w.due_at <= ${now})`
           : ''
       }
     ELSE false END)`,

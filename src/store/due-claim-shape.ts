@@ -3,6 +3,7 @@
  * the five every claim shares, then only those its text reads, so no text reads a parameter
  * just to give it a type.
  */
+import { MAX_MESSAGE_ID } from '../core/message-id.js';
 import type { ClaimRequest } from '../core/outbox-store.js';
 import type { ClaimCursor } from './claim-position.js';
 
@@ -22,6 +23,10 @@ export interface DueClaimShape {
   limit: number;
   /** Rows one ordering key may take before every other key has had its turn. */
   share: number;
+  /**
+   * Reads a cursor and scans the due order after it first (claimStatement). In a backlog every
+   * claim does: one that scans from the start reads a cursor past every row (see dueClaimShape).
+   */
   after: boolean;
   probe?: boolean;
   /**
@@ -41,16 +46,31 @@ export interface DueClaimShape {
   answersWhenEmpty?: boolean;
 }
 
-/** The shape of the due claim a drain's request asks for. */
+/**
+ * The shape of the due claim a drain's request asks for.
+ *
+ * In a backlog, a claim that scans the due order from the start (every fourth, see
+ * claim-position.ts) runs the text the claims at a cursor run, with a cursor past every row: its
+ * scan after the cursor finds nothing, and the scan up to it reads from the start, as the text
+ * without a cursor would. One text instead of two per way of taking keyed rows: PostgreSQL plans
+ * each prepared text five times on every connection before it keeps a generic plan, and over
+ * 1,000 keys the claims from the start were a second text planned on every run (13 plans in 13
+ * runs in a drain of 5,000; docs/benchmarks.md, "One text for a backlog's claims"). Outside a
+ * backlog (a tick's first claim, an idle outbox) the text without a cursor stays: it is planned
+ * in 0.26 ms against 0.45 with one, and over Neon's HTTP driver every claim is planned.
+ */
 export function dueClaimShape(request: PositionedClaim): DueClaimShape {
   const { limit, keyShare = limit } = request;
   return {
     limit,
     share: Math.min(limit, Math.max(1, keyShare)),
-    after: request.after !== undefined,
+    after: request.after !== undefined || request.backlog === true,
     probe: request.probe === true,
   };
 }
+
+/** A cursor no row lies after: its due time is PostgreSQL's `infinity`, its id the largest. */
+const PAST_EVERY_ROW = { dueAt: 'infinity', id: String(MAX_MESSAGE_ID) } as const;
 
 /** What a due claim passes after the five every claim shares, each read from the request. */
 const DUE_PARAMETERS = {
@@ -62,9 +82,12 @@ const DUE_PARAMETERS = {
   heldLast: (request: PositionedClaim) => (request.holding ?? []).map((run) => run.lastId),
   /** ...and the tokens their last rows are claimed under. */
   heldTokens: (request: PositionedClaim) => (request.holding ?? []).map((run) => run.lastToken),
-  /** The cursor: the due time and id of the last unkeyed row an earlier claim took. */
-  cursorDue: (request: PositionedClaim) => request.after?.dueAt,
-  cursorId: (request: PositionedClaim) => request.after?.id,
+  /**
+   * The cursor: the due time and id of the last unkeyed row an earlier claim took; past every
+   * row when there is none (see dueClaimShape).
+   */
+  cursorDue: (request: PositionedClaim) => request.after?.dueAt ?? PAST_EVERY_ROW.dueAt,
+  cursorId: (request: PositionedClaim) => request.after?.id ?? PAST_EVERY_ROW.id,
 } as const;
 
 type DueParameter = keyof typeof DUE_PARAMETERS;

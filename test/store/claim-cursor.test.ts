@@ -54,10 +54,12 @@ function recordingStore(
   driver: Driver,
   onClaim?: (claim: RecordedClaim) => Promise<void>,
 ) {
-  const cursors: (ClaimCursor | undefined)[] = [];
+  const statements: { text: string; after: ClaimCursor | undefined }[] = [];
   const store = outbox.store(
     watchedExecutor(driver.db, (text, params) => {
-      if (/^\s*WITH RECURSIVE claim_now\b/.test(text)) cursors.push(cursorIn(text, params));
+      if (/^\s*WITH RECURSIVE claim_now\b/.test(text)) {
+        statements.push({ text, after: cursorIn(text, params) });
+      }
     }),
   );
   const claims: RecordedClaim[] = [];
@@ -65,7 +67,7 @@ function recordingStore(
     settleFits: (requests) => store.settleFits(requests),
     async claim(request) {
       const result = await store.claim(request);
-      const claim = { request, result, after: cursors.shift() };
+      const claim = { request, result, ...statements.shift()! };
       claims.push(claim);
       await onClaim?.(claim);
       return result;
@@ -80,14 +82,21 @@ interface RecordedClaim {
   result: ClaimResult;
   /** The cursor the claim's scan of the due order started after; none: from the start. */
   after: ClaimCursor | undefined;
+  /** The statement it ran. */
+  text: string;
 }
 
-/** The cursor a claim statement's text reads from its parameters, if it reads one. */
+/**
+ * The cursor a claim statement's text reads from its parameters, if it reads one. A cursor past
+ * every row (due `infinity`: a claim from the start in a backlog, see dueClaimShape) scans from
+ * the start: none.
+ */
 function cursorIn(text: string, params: readonly unknown[] | undefined): ClaimCursor | undefined {
   const read =
     /cursor AS MATERIALIZED \(SELECT \$(\d+)::timestamptz\s+AS due_at, \$(\d+)::bigint/.exec(text);
   if (!read) return undefined;
   const [dueAt, id] = [params![Number(read[1]) - 1], params![Number(read[2]) - 1]];
+  if (dueAt === 'infinity') return undefined;
   return { dueAt: new Date(dueAt as Date), id: String(id) };
 }
 
@@ -190,6 +199,22 @@ describe('a drain through a backlog', () => {
         after: fromStart ? undefined : lastOf(claims[index - 1]!.result),
       });
     });
+  });
+
+  it('in a backlog, claims from the start run the text the claims at the cursor run', async () => {
+    const { outbox } = await freshOutbox(driver);
+    await enqueueBacklog(outbox, driver);
+    const recorded = recordingStore(outbox, driver);
+    const report = await drainOneClaimAtATime(recorded.store, recordingSender());
+    expect(report.delivered).toBe(BACKLOG);
+    const inBacklog = recorded.claims.filter(({ request }) => request.backlog === true);
+    // Every fourth from the start (the fifth claim here), the others at the cursor: one text, so
+    // each connection plans one text five times before PostgreSQL keeps its generic plan, not two.
+    expect(inBacklog.filter(({ after }) => after === undefined).length).toBeGreaterThanOrEqual(1);
+    expect(new Set(inBacklog.map(({ text }) => text)).size).toBe(1);
+    // The first claim is no backlog's: the text without a cursor, planned in less.
+    expect(recorded.claims[0]!.request.backlog).not.toBe(true);
+    expect(recorded.claims[0]!.text).not.toContain(' cursor AS ');
   });
 
   it('a row that comes due behind the cursor goes out with the next scan from the start', async () => {

@@ -183,6 +183,29 @@ describe('claims taking heads', () => {
     expect(ways.at(-1)).toBe('walk');
   });
 
+  it('in a backlog, from the start, come back short but not partial when their window ends among rows not yet due', async () => {
+    const { outbox, store, keys, ways, lastClaim } = await headsOutbox(driver, inTurn(13, 13));
+    // More than the window from the start holds, due in an hour, after the thirteen.
+    const window = 2 * HEADS_WINDOW_PER_ROW * 10;
+    await outbox.enqueue(
+      driver.db,
+      Array.from({ length: window }, (_, n) => ({
+        kind: 'test.kind',
+        payload: { later: n },
+        dueAt: new Date(Date.now() + 3_600_000),
+      })),
+    );
+    await walkKeysNext(store);
+    await store.claim(claimOf10());
+    // In a backlog with no cursor yet: the claim reads a cursor past every row.
+    const heads = await store.claim(claimOf10({ backlog: true }));
+    expect(ways.at(-1)).toBe('heads');
+    expect(lastClaim().params.at(-2)).toBe('infinity');
+    expect(taken(heads)).toEqual(keys.slice(10, 13));
+    // Its window ended on a row due in an hour: nothing past it is due either.
+    expect(heads.partial).toBeUndefined();
+  });
+
   it('wait eight walks after one that was held back before taking heads again', async () => {
     // A key of many messages due first, so a claim taking heads finds its window held back;
     // then many keys of one message, so every walk comes back full of runs of one.
