@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
 import type { ClaimRequest, ClaimResult, OutboxStore } from '../../src/core/outbox-store.js';
 import { delivered } from '../../src/core/settlement.js';
+import type { Outbox } from '../../src/outbox.js';
 import { HEADS_WINDOW_PER_ROW } from '../../src/store/claim-heads.js';
 import { useTestDatabase } from '../support/database.js';
 import {
@@ -33,12 +34,16 @@ function keyedRowsOf(text: string): 'walk' | 'heads' | 'none' {
 }
 
 /**
- * A store over a fresh outbox that notes how each of its claims took keyed rows, the messages
- * given (kind test.kind, one ordering key each, or none) enqueued in order, due a millisecond
- * apart from a minute ago, so due order is enqueue order.
+ * A store over a fresh outbox (or `over`) that notes how each of its claims took keyed rows, the
+ * messages given (kind test.kind, one ordering key each, or none) enqueued in order, due a
+ * millisecond apart from a minute ago, so due order is enqueue order.
  */
-async function headsOutbox(driver: Driver, orderingKeys: readonly (string | undefined)[]) {
-  const { outbox } = await freshOutbox(driver);
+async function headsOutbox(
+  driver: Driver,
+  orderingKeys: readonly (string | undefined)[],
+  over?: Outbox,
+) {
+  const outbox = over ?? (await freshOutbox(driver)).outbox;
   const startMs = Date.now() - 60_000;
   const keys = await outbox.enqueue(
     driver.db,
@@ -173,14 +178,58 @@ describe('claims taking heads', () => {
     expect(await rowsScanned(lastClaim())).toBeLessThanOrEqual(window);
   });
 
-  it('come back short but not partial when their window held every due row, and the next claim walks', async () => {
+  it('come back short but not partial when their window held every due row, and the next claim takes heads again', async () => {
     const { store, keys, ways } = await headsOutbox(driver, inTurn(13, 13));
     const { next: heads } = await walkThenNext(store);
     expect(ways.at(-1)).toBe('heads');
+    // Three rows, at least the two keys a walk visits for a claim of 10 at shares of 5.
     expect(taken(heads)).toEqual(keys.slice(10, 13));
     expect(heads.partial).toBeUndefined();
     await store.claim(claimOf10({ resumeAt: heads.resumeAt }));
+    expect(ways.at(-1)).toBe('heads');
+  });
+
+  it('are followed by a walk when one comes back with fewer rows than a walk visits keys', async () => {
+    // Eleven keys: the walk takes ten, the claim taking heads the one left, fewer than the two
+    // keys a walk of 10 at shares of 5 visits: few keys are left, and the walk takes their runs.
+    const { store, keys, ways } = await headsOutbox(driver, inTurn(11, 11));
+    const { next: heads } = await walkThenNext(store);
+    expect(ways.at(-1)).toBe('heads');
+    expect(taken(heads)).toEqual(keys.slice(10, 11));
+    expect(heads.partial).toBeUndefined();
+    await store.claim(claimOf10({ resumeAt: heads.resumeAt }));
     expect(ways.at(-1)).toBe('walk');
+  });
+
+  it('come back after a claim without keyed rows when the last full claim over the schema took heads', async () => {
+    const { outbox, store, ways } = await headsOutbox(driver, inTurn(60, 30));
+    const deliver = (result: ClaimResult) =>
+      store.settle(
+        result.claimed.map((message) => ({ message, settlement: delivered() })),
+        new Date(),
+      );
+    const { walked, next: heads } = await walkThenNext(store);
+    expect(ways.at(-1)).toBe('heads');
+    expect(taken(heads)).toHaveLength(10);
+    await deliver(walked);
+    await deliver(heads);
+    let resumeAt = heads.resumeAt;
+    for (let n = 0; n < 20; n++) {
+      const result = await store.claim(claimOf10({ resumeAt }));
+      if (result.claimed.length === 0) break;
+      await deliver(result);
+      resumeAt = result.resumeAt;
+    }
+    // A store's first claim says whether any keyed message is unfinished: none is, so the
+    // next store's first claim takes no keyed rows.
+    await outbox.store(driver.db).claim(claimOf10());
+    // A new keyed backlog: the claim after the one that finds it waiting takes heads, as the
+    // last full claim over the schema led to, not the walk.
+    const again = await headsOutbox(driver, inTurn(60, 30), outbox);
+    const first = await again.store.claim(claimOf10());
+    expect(first.claimed).toEqual([]);
+    await again.store.claim(claimOf10({ resumeAt: first.resumeAt }));
+    expect(again.ways).toEqual(['none', 'heads']);
   });
 
   it('in a backlog, from the start, come back short but not partial when their window ends among rows not yet due', async () => {
