@@ -9,7 +9,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
-import type { ClaimRequest, ClaimResult, OutboxStore } from '../../src/core/outbox-store.js';
+import type {
+  ClaimRequest,
+  ClaimResult,
+  HeldRun,
+  OutboxStore,
+} from '../../src/core/outbox-store.js';
 import { delivered } from '../../src/core/settlement.js';
 import type { Outbox } from '../../src/outbox.js';
 import { HEADS_WINDOW_PER_ROW } from '../../src/store/claim-heads.js';
@@ -163,6 +168,38 @@ describe('claims taking heads', () => {
     expect(heads.partial).toBe(true);
     await store.claim(claimOf10({ resumeAt: heads.resumeAt }));
     expect(ways.at(-1)).toBe('walk');
+  });
+
+  it('go on taking heads when their window is held back behind the heads of more keys than a walk visits, this drain’s', async () => {
+    // Fifty keys of two messages in two waves: the second message of each key is due after the
+    // first of every key, and waits until the first is recorded.
+    const { store, keys, ways } = await headsOutbox(driver, inTurn(100, 50));
+    const { walked, next: heads } = await walkThenNext(store);
+    const claims = [walked, heads];
+    const holding = (): HeldRun[] =>
+      claims.flatMap((result) =>
+        result.claimed.map((message) => ({
+          orderingKey: message.orderingKey!,
+          firstId: message.id,
+          lastId: message.id,
+          lastToken: message.claimToken,
+        })),
+      );
+    while (claims.at(-1)!.claimed.length === 10) {
+      claims.push(
+        await store.claim(claimOf10({ resumeAt: claims.at(-1)!.resumeAt, holding: holding() })),
+      );
+    }
+    // The first wave's last five heads, then a window after the cursor (40 rows) of the second
+    // wave, every row behind a head this drain holds: partial, and heads again rather than the
+    // walk, which over many keys pays a step per key for rows that are heads once this drain's
+    // are recorded.
+    const short = claims.at(-1)!;
+    expect(taken(short)).toEqual(keys.slice(45, 50));
+    expect(short.partial).toBe(true);
+    expect(ways.at(-1)).toBe('heads');
+    await store.claim(claimOf10({ resumeAt: short.resumeAt, holding: holding() }));
+    expect(ways.at(-1)).toBe('heads');
   });
 
   it('read at most their window of the due order, however deep the backlog held back', async () => {
