@@ -215,28 +215,24 @@ describe('claims taking heads', () => {
     expect(await rowsScanned(lastClaim())).toBeLessThanOrEqual(window);
   });
 
-  it('come back short but not partial when their window held every due row, and the next claim takes heads again', async () => {
-    const { store, keys, ways } = await headsOutbox(driver, inTurn(13, 13));
-    const { next: heads } = await walkThenNext(store);
-    expect(ways.at(-1)).toBe('heads');
-    // Three rows, at least the two keys a walk visits for a claim of 10 at shares of 5.
-    expect(taken(heads)).toEqual(keys.slice(10, 13));
-    expect(heads.partial).toBeUndefined();
-    await store.claim(claimOf10({ resumeAt: heads.resumeAt }));
-    expect(ways.at(-1)).toBe('heads');
-  });
-
-  it('are followed by a walk when one comes back with fewer rows than a walk visits keys', async () => {
-    // Eleven keys: the walk takes ten, the claim taking heads the one left, fewer than the two
-    // keys a walk of 10 at shares of 5 visits: few keys are left, and the walk takes their runs.
-    const { store, keys, ways } = await headsOutbox(driver, inTurn(11, 11));
-    const { next: heads } = await walkThenNext(store);
-    expect(ways.at(-1)).toBe('heads');
-    expect(taken(heads)).toEqual(keys.slice(10, 11));
-    expect(heads.partial).toBeUndefined();
-    await store.claim(claimOf10({ resumeAt: heads.resumeAt }));
-    expect(ways.at(-1)).toBe('walk');
-  });
+  // A claim of 10 at shares of 5: a walk visits two keys. Thirteen keys: the walk takes ten, the
+  // claim taking heads the three left, and heads go on. Eleven: it takes the one left, fewer
+  // than a walk visits (few keys are left), and the walk takes their runs.
+  it.each([
+    { keys: 13, next: 'heads' },
+    { keys: 11, next: 'walk' },
+  ])(
+    'come back short but not partial when their window held every due row; over $keys keys the next claim takes $next',
+    async ({ keys: count, next }) => {
+      const { store, keys, ways } = await headsOutbox(driver, inTurn(count, count));
+      const { next: heads } = await walkThenNext(store);
+      expect(ways.at(-1)).toBe('heads');
+      expect(taken(heads)).toEqual(keys.slice(10, count));
+      expect(heads.partial).toBeUndefined();
+      await store.claim(claimOf10({ resumeAt: heads.resumeAt }));
+      expect(ways.at(-1)).toBe(next);
+    },
+  );
 
   it('come back after a claim without keyed rows when the last full claim over the schema took heads', async () => {
     const { outbox, store, ways } = await headsOutbox(driver, inTurn(60, 30));
