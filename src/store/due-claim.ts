@@ -142,19 +142,20 @@ export class DueClaims {
    * visits keys at full shares (limit / share). Such a claim read every due row: what it left
    * waits behind heads out on leases, this drain's mostly, and is a head once they are
    * recorded. A walk would take it now, as runs behind this drain's heads, but over many keys it
-   * pays a step per key and is planned anew on each connection it reaches: over 1,000 keys of 5,
-   * drains whose short claims walked ran at 0.91x the rate of drains that took heads again
-   * (docs/benchmarks.md, "Heads after a short claim"). Fewer rows than that: few keys are left,
-   * and the walk takes their runs a share at a time instead of a row per key per claim.
+   * pays a step per key, goes one claim at a time, and is planned anew on each connection it
+   * reaches (9 to 29 ms on the wire against 5 to 8 over 1,000 keys of 5). Fewer rows than that:
+   * few keys are left, and the walk takes their runs a share at a time instead of a row per key
+   * per claim.
    *
    * One held back by its window is followed by at least walksBeforeHeads walks (deep keys
    * ahead), unless the drain holds runs of more keys than a walk visits (`keysHeld`,
    * ClaimRequest.holding): over many keys of a few messages each, a window of the due order past
    * the first message of every key is the second messages, each behind a head this drain has
    * out, and each a head once that is recorded. The walk there took them as runs a step per key,
-   * eight claims at a time, one at a time: over 1,000 keys of 5 the drains ran at 0.8x the rate
-   * of drains that took heads again. Such a claim is still partial, so the drain claims again as
-   * its queue runs low.
+   * eight claims in a row, one at a time. With both rules, scenario 11 over 1,000 keys of 5 ran
+   * at 1.10x to 1.15x the rate of the build before, at 0.81x to 0.93x its server CPU per
+   * message (docs/benchmarks.md, "Heads stay heads over many keys"). Such a claim is still
+   * partial, so the drain claims again as its queue runs low.
    */
   private nextKeyed(
     shape: DueClaimShape,
