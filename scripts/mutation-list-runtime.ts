@@ -663,9 +663,9 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: 'src/store/due-claim.ts',
-        find: "        this.headsRetry = Math.min(2 * this.headsRetry, HEADS_RETRY_MOST);\n        return 'walk';",
+        find: "        this.headsRetry = Math.min(2 * this.headsRetry, HEADS_RETRY_MOST);\n      }\n      return 'walk';",
         replace:
-          "        this.headsRetry = Math.min(2 * this.headsRetry, HEADS_RETRY_MOST);\n        return 'heads';",
+          "        this.headsRetry = Math.min(2 * this.headsRetry, HEADS_RETRY_MOST);\n      }\n      return 'heads';",
       },
     ],
     tests: [

@@ -137,25 +137,22 @@ export class DueClaims {
    * with runs shorter than a share on average (many keys, a few messages each: over a few deep
    * keys every run is a share long) is followed by a claim taking heads.
    *
-   * Claims taking heads go on while they come back full, and while they come back short with
-   * their window not held back, so long as they took none or at least as many rows as a walk
-   * visits keys at full shares (limit / share). Such a claim read every due row: what it left
-   * waits behind heads out on leases, this drain's mostly, and is a head once they are
-   * recorded. A walk would take it now, as runs behind this drain's heads, but over many keys it
-   * pays a step per key, goes one claim at a time, and is planned anew on each connection it
-   * reaches (9 to 29 ms on the wire against 5 to 8 over 1,000 keys of 5). Fewer rows than that:
-   * few keys are left, and the walk takes their runs a share at a time instead of a row per key
-   * per claim.
+   * Claims taking heads go on while they come back full, and after one that came back short
+   * while the drain holds runs of more keys than a walk visits at full shares (`keysHeld`,
+   * ClaimRequest.holding, against limit / share): over many keys of a few messages each, what such
+   * a claim left (its window held back or not) is mostly the next messages of keys whose heads
+   * this drain has out, each a head once that is recorded. A walk would take them now, as runs
+   * behind those heads, but over many keys it pays a step per key, goes one claim at a time, and
+   * is planned anew on each connection it reaches (9 to 29 ms on the wire against 5 to 8 over
+   * 1,000 keys of 5): past the first wave of such a backlog, a window held back was followed by
+   * eight walks in a row. With heads kept, scenario 11 over 1,000 keys of 5 ran at 1.10x to 1.15x
+   * the rate of the build before, at 0.81x to 0.93x its server CPU per message
+   * (docs/benchmarks.md, "Heads stay heads over many keys"). A claim held back stays partial, so
+   * the drain claims again as its queue runs low.
    *
-   * One held back by its window is followed by at least walksBeforeHeads walks (deep keys
-   * ahead), unless the drain holds runs of more keys than a walk visits (`keysHeld`,
-   * ClaimRequest.holding): over many keys of a few messages each, a window of the due order past
-   * the first message of every key is the second messages, each behind a head this drain has
-   * out, and each a head once that is recorded. The walk there took them as runs a step per key,
-   * eight claims in a row, one at a time. With both rules, scenario 11 over 1,000 keys of 5 ran
-   * at 1.10x to 1.15x the rate of the build before, at 0.81x to 0.93x its server CPU per
-   * message (docs/benchmarks.md, "Heads stay heads over many keys"). Such a claim is still
-   * partial, so the drain claims again as its queue runs low.
+   * Holding runs of fewer keys, a short claim is followed by walks: few keys are left, maybe
+   * deep (the walk takes their runs a share at a time, not a row per key per claim), and after
+   * one held back by its window (deep keys ahead) by at least walksBeforeHeads of them.
    */
   private nextKeyed(
     shape: DueClaimShape,
@@ -170,14 +167,12 @@ export class DueClaims {
         this.headsRetry = HEADS_RETRY_FIRST;
         return 'heads';
       }
-      const keysAWalkVisits = Math.ceil(shape.limit / shape.share);
+      if (keysHeld > Math.ceil(shape.limit / shape.share)) return 'heads';
       if (heldBack) {
-        if (keysHeld > keysAWalkVisits) return 'heads';
         this.walksBeforeHeads = this.headsRetry;
         this.headsRetry = Math.min(2 * this.headsRetry, HEADS_RETRY_MOST);
-        return 'walk';
       }
-      return rows.length === 0 || rows.length >= keysAWalkVisits ? 'heads' : 'walk';
+      return 'walk';
     }
     if (this.walksBeforeHeads > 0) {
       this.walksBeforeHeads -= 1;

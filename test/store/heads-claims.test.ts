@@ -102,6 +102,18 @@ async function walkThenNext(
   return { walked, next };
 }
 
+/** The runs a drain holds after these claims: one per row taken, each its own run. */
+function heldRunsOf(claims: readonly ClaimResult[]): HeldRun[] {
+  return claims.flatMap((result) =>
+    result.claimed.map((message) => ({
+      orderingKey: message.orderingKey!,
+      firstId: message.id,
+      lastId: message.id,
+      lastToken: message.claimToken,
+    })),
+  );
+}
+
 /** The message keys of a claim's rows, in the order the claim returned them. */
 const taken = (result: ClaimResult) => result.claimed.map((message) => message.key);
 
@@ -176,15 +188,7 @@ describe('claims taking heads', () => {
     const { store, keys, ways } = await headsOutbox(driver, inTurn(100, 50));
     const { walked, next: heads } = await walkThenNext(store);
     const claims = [walked, heads];
-    const holding = (): HeldRun[] =>
-      claims.flatMap((result) =>
-        result.claimed.map((message) => ({
-          orderingKey: message.orderingKey!,
-          firstId: message.id,
-          lastId: message.id,
-          lastToken: message.claimToken,
-        })),
-      );
+    const holding = () => heldRunsOf(claims);
     while (claims.at(-1)!.claimed.length === 10) {
       claims.push(
         await store.claim(claimOf10({ resumeAt: claims.at(-1)!.resumeAt, holding: holding() })),
@@ -215,19 +219,24 @@ describe('claims taking heads', () => {
     expect(await rowsScanned(lastClaim())).toBeLessThanOrEqual(window);
   });
 
-  // A claim of 10 at shares of 5: a walk visits two keys. Thirteen keys: the walk takes ten, the
-  // claim taking heads the three left, and heads go on. Eleven: it takes the one left, fewer
-  // than a walk visits (few keys are left), and the walk takes their runs.
+  // A claim of 10 at shares of 5: a walk visits two keys. Thirteen keys of one message: the
+  // walk takes ten, the claim taking heads the three left. What follows depends on the runs the
+  // drain holds as it makes that claim: of more keys than a walk visits (the walk's ten), what
+  // the claim left waits behind heads of its own, and heads go on; of fewer, few keys are left
+  // and the walk takes their runs.
   it.each([
-    { keys: 13, next: 'heads' },
-    { keys: 11, next: 'walk' },
+    { holding: 'the walk’s ten keys', next: 'heads' },
+    { holding: 'no runs', next: 'walk' },
   ])(
-    'come back short but not partial when their window held every due row; over $keys keys the next claim takes $next',
-    async ({ keys: count, next }) => {
-      const { store, keys, ways } = await headsOutbox(driver, inTurn(count, count));
-      const { next: heads } = await walkThenNext(store);
-      expect(ways.at(-1)).toBe('heads');
-      expect(taken(heads)).toEqual(keys.slice(10, count));
+    'come back short but not partial when their window held every due row; made holding $holding, the next claim takes $next',
+    async ({ next }) => {
+      const { store, keys, ways } = await headsOutbox(driver, inTurn(13, 13));
+      await walkKeysNext(store);
+      const walked = await store.claim(claimOf10());
+      const holding = next === 'heads' ? heldRunsOf([walked]) : [];
+      const heads = await store.claim(claimOf10({ resumeAt: walked.resumeAt, holding }));
+      expect(ways.slice(-2)).toEqual(['walk', 'heads']);
+      expect(taken(heads)).toEqual(keys.slice(10, 13));
       expect(heads.partial).toBeUndefined();
       await store.claim(claimOf10({ resumeAt: heads.resumeAt }));
       expect(ways.at(-1)).toBe(next);
