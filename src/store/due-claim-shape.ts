@@ -55,9 +55,10 @@ export interface DueClaimShape {
  * without a cursor would. One text instead of two per way of taking keyed rows: PostgreSQL plans
  * each prepared text five times on every connection before it keeps a generic plan, and over
  * 1,000 keys the claims from the start were a second text planned on every run (13 plans in 13
- * runs in a drain of 5,000; docs/benchmarks.md, "Heads stay heads over many keys; one claim text per backlog"). Outside a
- * backlog (a tick's first claim, an idle outbox) the text without a cursor stays: it is planned
- * in 0.26 ms against 0.45 with one, and over Neon's HTTP driver every claim is planned.
+ * runs in a drain of 5,000; docs/benchmarks.md, "Heads stay heads over many keys; one claim text
+ * per backlog"). Outside a backlog (a tick's first claim, an idle outbox) the text without a
+ * cursor stays: it is planned in 0.26 ms against 0.45 with one, and over Neon's HTTP driver
+ * every claim is planned.
  */
 export function dueClaimShape(request: PositionedClaim): DueClaimShape {
   const { limit, keyShare = limit } = request;
