@@ -48,7 +48,33 @@ interface OrderingCase {
   batch?: number;
 }
 /** Which case's server CPU is compared with which: same keys, ten times the backlog. */
-const DEEP = { shallow: 1, deep: 3 } as const;
+const DEEP = { shallow: CASES[1]!, deep: CASES[3]! } as const;
+
+/**
+ * A case's name in `BENCH_CASES`: keys x messages as `bench:statements` reads them (`10x5000`,
+ * `/2` where half go without a key), and `@` the claim size where it is not the default.
+ */
+function caseName({ keys, messages, withoutKeys = 0, batch = THROUGHPUT_BATCH }: OrderingCase) {
+  return `${keys}x${messages}${withoutKeys > 0 ? '/2' : ''}${batch === THROUGHPUT_BATCH ? '' : `@${batch}`}`;
+}
+
+/**
+ * The cases `BENCH_CASES` names, all by default: a build from before a case could run (one whose
+ * claims over a few deep keys take the time limit on every run) is compared on the cases it can.
+ */
+function chosenCases(text: string | undefined): readonly OrderingCase[] {
+  if (text === undefined || text.trim() === '') return CASES;
+  const names = CASES.map(caseName);
+  return text.split(',').map((each) => {
+    const index = names.indexOf(each.trim());
+    if (index < 0) {
+      throw new Error(
+        `BENCH_CASES: scenario 11 has no case "${each}"; its cases: ${names.join(', ')}`,
+      );
+    }
+    return CASES[index]!;
+  });
+}
 /**
  * Untimed drains each system makes before the cases, beside the bench's one-time warm-up (which
  * has no keys): over many keys and over a few, so the first runs of the keyed cases do not time
@@ -73,7 +99,8 @@ export const orderingKeysScenario: Scenario = {
     const { runs } = context.config;
     const rows: ResultRow[] = [];
     const notes: string[] = [];
-    const serverCpu: Partial<Record<SystemId, readonly number[]>>[] = [];
+    const cases = chosenCases(process.env.BENCH_CASES);
+    const serverCpu = new Map<OrderingCase, Partial<Record<SystemId, readonly number[]>>>();
     // Another build of ours (BENCH_BASELINE), drained right before ours in odd runs and right
     // after in even ones, so a change to the keyed claim reads against the build before it.
     const baseline = context.config.baseline ? await baselineSystem(context.config.baseline) : null;
@@ -91,7 +118,8 @@ export const orderingKeysScenario: Scenario = {
         });
       }
     }
-    for (const { keys, messages: unscaled, withoutKeys = 0, batch = THROUGHPUT_BATCH } of CASES) {
+    for (const each of cases) {
+      const { keys, messages: unscaled, withoutKeys = 0, batch = THROUGHPUT_BATCH } = each;
       const messages = scaled(context.config, unscaled, unscaled / 5);
       const unkeyed = Math.round(messages * withoutKeys);
       const costs = new DrainCosts();
@@ -128,7 +156,7 @@ export const orderingKeysScenario: Scenario = {
           `11: ${over}: this build / BENCH_BASELINE: ${againstBaseline(costs, baselineCosts)}.`,
         );
       }
-      serverCpu.push(Object.fromEntries(costs.cpu.entries()));
+      serverCpu.set(each, Object.fromEntries(costs.cpu.entries()));
       const shape =
         keys === 0
           ? 'no ordering keys (the ceiling for the keyed cases)'
@@ -143,22 +171,24 @@ export const orderingKeysScenario: Scenario = {
         ),
       );
     }
-    const ratios: ResultRow['values'] = {};
-    for (const id of ORDERING_SYSTEMS) {
-      const shallow = serverCpu[DEEP.shallow]?.[id];
-      const deep = serverCpu[DEEP.deep]?.[id];
-      if (!shallow?.length || !deep?.length) continue;
-      ratios[id] = measurement([median(deep) / median(shallow)]);
+    if (serverCpu.has(DEEP.shallow) && serverCpu.has(DEEP.deep)) {
+      const ratios: ResultRow['values'] = {};
+      for (const id of ORDERING_SYSTEMS) {
+        const shallow = serverCpu.get(DEEP.shallow)?.[id];
+        const deep = serverCpu.get(DEEP.deep)?.[id];
+        if (!shallow?.length || !deep?.length) continue;
+        ratios[id] = measurement([median(deep) / median(shallow)]);
+      }
+      const { keys, messages: deep } = DEEP.deep;
+      rows.push({
+        scenario: '11',
+        label: `server CPU per message, ${deep.toLocaleString('en-US')} over ${keys} keys / ${DEEP.shallow.messages.toLocaleString('en-US')} over ${keys} (1 = linear)`,
+        unit: 'x',
+        better: 'lower',
+        values: ratios,
+        absent: NO_ORDERING,
+      });
     }
-    const { keys, messages: deep } = CASES[DEEP.deep]!;
-    rows.push({
-      scenario: '11',
-      label: `server CPU per message, ${deep.toLocaleString('en-US')} over ${keys} keys / ${CASES[DEEP.shallow]!.messages.toLocaleString('en-US')} over ${keys} (1 = linear)`,
-      unit: 'x',
-      better: 'lower',
-      values: ratios,
-      absent: NO_ORDERING,
-    });
     return { rows, notes };
   },
 };
