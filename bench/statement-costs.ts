@@ -33,7 +33,15 @@ import { benchPayload, ENQUEUE_CHUNK, orderingKeyOf } from './systems/types.js';
 /** Scenario 1's backlog without keys, scenario 11's cases, and idle ticks. */
 const DEFAULT_CASES = '0x5000,10x5000,1x5000,1000x5000,10x50000,idle,idle-keyed';
 /** The statements listed per case, most server time first (BENCH_STATEMENTS_SHOWN). */
-const STATEMENTS_SHOWN = Number(process.env.BENCH_STATEMENTS_SHOWN ?? 6);
+const STATEMENTS_SHOWN = readStatementsShown(process.env.BENCH_STATEMENTS_SHOWN);
+
+function readStatementsShown(text: string | undefined): number {
+  const shown = Number(text ?? 6);
+  if (!Number.isInteger(shown) || shown < 1 || shown > 100) {
+    throw new Error(`BENCH_STATEMENTS_SHOWN must be a whole number from 1 to 100, got "${text}"`);
+  }
+  return shown;
+}
 /** Idle ticks timed per idle case, after a few untimed ones (the server's own caches warm). */
 const IDLE_TICKS = 200;
 const IDLE_WARM_TICKS = 20;
