@@ -4,9 +4,9 @@
  * below, all with the same healthy backlog, interleaved and rotated each round:
  *
  * - none: the healthy backlog alone, no destination paused;
- * - parked: 1,000 destinations paused by their own failures (five each, settled in a drain's
- *   groups of 32), whose waiting messages were ahead of the healthy ones in due order when the
- *   pauses opened, so each pause parked them at its end;
+ * - parked: 1,000 destinations paused by their own failures (five each, settled in groups of 32
+ *   as a drain's were), whose waiting messages were ahead of the healthy ones in due order when
+ *   the pauses opened, so each pause parked them at its end;
  * - ahead: 1,000 paused, with messages of theirs enqueued by a transaction that began before
  *   the pauses opened (so it did not see them, and parked nothing): due, and ahead of every
  *   healthy message, so each claim passes over all of them until a probing claim parks them;
@@ -22,7 +22,6 @@
  * destination, to destinations with no health row, and to destinations with one and no failures.
  */
 import { DEFAULT_FAILURES_TO_PAUSE } from '../../src/core/destination-health.js';
-import { DEFAULT_SETTLE_GROUP_SIZE } from '../../src/core/drain-settings.js';
 import { scaled } from '../lib/config.js';
 import { rotated } from '../lib/order.js';
 import { SYSTEMS } from '../systems/index.js';
@@ -46,6 +45,7 @@ import {
   openBenchTable,
   pausedDestination,
   recoverHealthyDestinations,
+  SCENARIO_SETTLE_GROUP,
   tripBreaker,
 } from './destination-tables.js';
 import {
@@ -66,8 +66,8 @@ const CLAIM_SIZE = 100;
  */
 const WARM_CLAIMS = 7;
 const TIMED_CLAIMS = 40;
-/** A drain's settle group: the deliveries one settle statement writes. */
-const SETTLE_SIZE = DEFAULT_SETTLE_GROUP_SIZE;
+/** The deliveries one settle statement writes (SCENARIO_SETTLE_GROUP). */
+const SETTLE_SIZE = SCENARIO_SETTLE_GROUP;
 const TIMED_SETTLES = 40;
 /** Messages waiting per paused destination, besides the five whose failures paused it. */
 const WAITING_PER_PAUSED = 10;

@@ -71,7 +71,7 @@ export const outboxRelaySystem: QueueSystem = {
     driver: 'pg Pool (max 10) through pgExecutor',
     'prepared statements': 'on (pgExecutor default: a statement is prepared from its second run)',
     drain:
-      'drainOnce({ batchSize, concurrency }) per case; other options at their defaults (claim ahead on, settle groups of 32 outcomes or 5 ms, lease 2 min, send timeout 15 s); with BENCH_TRACER=1 also tracer: drainTracer over an SDK tracer with no exporter',
+      'drainOnce({ batchSize, concurrency }) per case; other options at their defaults (claim ahead on, settle groups of 100 outcomes or 5 ms, lease 2 min, send timeout 15 s); with BENCH_TRACER=1 also tracer: drainTracer over an SDK tracer with no exporter',
     enqueue: 'outbox.enqueue(pgExecutor(pool), 1,000 messages): one INSERT per call',
     purge:
       'purgeOnce({ deliveredOlderThanMs: 0, deadOlderThanMs: 0 }), 1,000 rows per DELETE, over messages and delivered history',

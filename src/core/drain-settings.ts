@@ -225,11 +225,16 @@ export const DEFAULT_ROUND_TRIP_RESERVE_MS = 2_000;
 export const DEFAULT_PREFETCH = true;
 
 /**
- * 32 outcomes per settle at most before it is written: a few dozen rows make one cheap statement
- * (one commit, one counter upsert for all of them), and a crash between a send and its settle
- * leaves at most the sends in flight plus this many sent-but-unmarked messages to go out again.
+ * A default claim's outcomes per settle at most before it is written: one statement (one
+ * commit, one counter upsert) for what one claim brought, where fast sends finish a claim's rows
+ * at once. At 32, such a claim was recorded in two writes, the first the moment 32 were in:
+ * while claims go one at a time (ordering keys), scenario 11 ran 1.06x to 1.13x faster at 0.90x
+ * to 0.95x the server CPU per message with 100, and without keys no change (docs/benchmarks.md,
+ * "One write per claim"). Slow sends still write by age (`settleGroupMs`). A crash between a send
+ * and its settle leaves at most the sends in flight plus this many sent-but-unmarked messages to
+ * go out again, under the same keys.
  */
-export const DEFAULT_SETTLE_GROUP_SIZE = 32;
+export const DEFAULT_SETTLE_GROUP_SIZE = DEFAULT_BATCH_SIZE;
 
 /**
  * 5 ms: an outcome is written within a few milliseconds of its send even when sends are slow,
