@@ -56,16 +56,18 @@ export interface DueClaimShape {
  * each prepared text five times on every connection before it keeps a generic plan, and over
  * 1,000 keys the claims from the start were a second text planned on every run (13 plans in 13
  * runs in a drain of 5,000; docs/benchmarks.md, "Heads stay heads over many keys; one claim text
- * per backlog"). Outside a backlog (a tick's first claim, an idle outbox) the text without a
- * cursor stays: it is planned in 0.26 ms against 0.45 with one, and over Neon's HTTP driver
- * every claim is planned.
+ * per backlog"). So do the claims after a backlog, once a claim of the same store ran a text with
+ * a cursor (`cursorTextRun`): the short and empty claims that end a drain had each planned the
+ * text without one, over 10 keys the walk's twice a drain (6 ms). Outside a backlog until then
+ * (a tick's first claim, an idle outbox) the text without a cursor stays: it is planned in
+ * 0.26 ms against 0.45 with one, and over Neon's HTTP driver every claim is planned.
  */
-export function dueClaimShape(request: PositionedClaim): DueClaimShape {
+export function dueClaimShape(request: PositionedClaim, cursorTextRun = false): DueClaimShape {
   const { limit, keyShare = limit } = request;
   return {
     limit,
     share: Math.min(limit, Math.max(1, keyShare)),
-    after: request.after !== undefined || request.backlog === true,
+    after: request.after !== undefined || request.backlog === true || cursorTextRun,
     probe: request.probe === true,
   };
 }

@@ -70,6 +70,8 @@ export class DueClaims {
   private keyedWay: KeyedWay;
   /** No claim yet. */
   private first = true;
+  /** A claim of this store ran a text with a cursor (see dueClaimShape): the later ones do too. */
+  private cursorText = false;
   /** Walk claims left before a claim may take heads again. */
   private walksBeforeHeads = 0;
   /** What walksBeforeHeads becomes when the next claim taking heads is held back. */
@@ -97,11 +99,12 @@ export class DueClaims {
     if (after) positioned.after = after;
     if (position.walkAfter !== undefined) positioned.walkAfter = position.walkAfter;
     const shape: DueClaimShape = {
-      ...dueClaimShape(positioned),
+      ...dueClaimShape(positioned, this.cursorText),
       keyed,
       answersWhenEmpty: keyed !== 'walk' || this.first,
     };
     this.first = false;
+    this.cursorText ||= shape.after;
     const answer = await this.run(this.texts(shape), dueClaimParameters(positioned, shared, shape));
     // One row of nulls beside the flags when a claim that answers when empty took none. An
     // empty claim that does not could not say: take it that a keyed message waits.

@@ -217,6 +217,19 @@ describe('a drain through a backlog', () => {
     expect(recorded.claims[0]!.text).not.toContain(' cursor AS ');
   });
 
+  it('after a backlog, the claims that end the drain run the text the backlog ran', async () => {
+    const { outbox } = await freshOutbox(driver);
+    await enqueueBacklog(outbox, driver);
+    const recorded = recordingStore(outbox, driver);
+    await drainOneClaimAtATime(recorded.store, recordingSender());
+    const firstInBacklog = recorded.claims.findIndex(({ request }) => request.backlog === true);
+    const rest = recorded.claims.slice(firstInBacklog);
+    // The claim that ends the drain, after one came back short, is no backlog's, and would
+    // otherwise be a text of its own, planned anew on its connection.
+    expect(rest.filter(({ request }) => request.backlog !== true).length).toBeGreaterThanOrEqual(1);
+    expect(new Set(rest.map(({ text }) => text)).size).toBe(1);
+  });
+
   it('a row that comes due behind the cursor goes out with the next scan from the start', async () => {
     const { outbox } = await freshOutbox(driver);
     await enqueueBacklog(outbox, driver);
