@@ -28,7 +28,7 @@
  * yet: without keyed rows). A cron invocation builds a store per tick, so an idle outbox's tick
  * makes one claim without keyed rows, and an outbox whose keyed messages wait for days (in
  * backoff, or dead and kept) walks at once instead of paying a claim without them first on every
- * tick.
+ * tick. After a store that took keyed rows and left none unfinished, the first claim takes heads.
  */
 
 import type { ClaimRequest, ClaimResult } from '../core/outbox-store.js';
@@ -47,11 +47,15 @@ type KeyedWay = Exclude<KeyedRows, 'none'>;
 
 /**
  * Per schema (by name), from the last due claim over it in this process: how the claim after it
- * takes keyed rows (where a store's first claim starts), and the way the last claim that came
- * back full led to (where the claims go once a claim without keyed rows finds one waiting). Past
- * this many schemas, the kept ones are forgotten.
+ * takes keyed rows (where a store's first claim starts), the way the last claim that came back
+ * full led to (where the claims go once a claim without keyed rows finds one waiting), and
+ * whether the store that made it took keyed rows (see DueClaims' constructor). Past this many
+ * schemas, the kept ones are forgotten.
  */
-const lastClaimBySchema = new Map<string, { keyed: KeyedRows; keyedWay: KeyedWay }>();
+const lastClaimBySchema = new Map<
+  string,
+  { keyed: KeyedRows; keyedWay: KeyedWay; tookKeyed: boolean }
+>();
 const SCHEMAS_KEPT = 64;
 
 /**
@@ -72,6 +76,8 @@ export class DueClaims {
   private first = true;
   /** A claim of this store ran a text with a cursor (see dueClaimShape): the later ones do too. */
   private cursorText = false;
+  /** A claim of this store took a row with an ordering key. */
+  private tookKeyed = false;
   /** Walk claims left before a claim may take heads again. */
   private walksBeforeHeads = 0;
   /** What walksBeforeHeads becomes when the next claim taking heads is held back. */
@@ -85,6 +91,13 @@ export class DueClaims {
     const last = lastClaimBySchema.get(schema);
     this.keyed = last?.keyed ?? 'none';
     this.keyedWay = last?.keyedWay ?? 'walk';
+    // The last store took keyed rows and left none unfinished (its last claim said so): keyed
+    // messages come and go here, and a tick that drains them all would otherwise start every
+    // next one with a claim that cannot take the ones enqueued since, then claim again (over
+    // Neon's HTTP driver, a subrequest a tick). Heads take them, and unkeyed rows, for about
+    // what a claim without keyed rows costs; one that finds no keyed message unfinished says so,
+    // and its store's next claim leaves them out again.
+    if (this.keyed === 'none' && last?.tookKeyed === true) this.keyed = 'heads';
   }
 
   /**
@@ -128,8 +141,13 @@ export class DueClaims {
       result.tookRuns = true;
     }
     if (rows.length >= request.limit && this.keyed !== 'none') this.keyedWay = this.keyed;
+    this.tookKeyed ||= keyed !== 'none' && rows.some((row) => row.ordering_key !== null);
     if (lastClaimBySchema.size >= SCHEMAS_KEPT) lastClaimBySchema.clear();
-    lastClaimBySchema.set(this.schema, { keyed: this.keyed, keyedWay: this.keyedWay });
+    lastClaimBySchema.set(this.schema, {
+      keyed: this.keyed,
+      keyedWay: this.keyedWay,
+      tookKeyed: this.tookKeyed,
+    });
     result.resumeAt = positionText(positionAfter(position, after, taken));
     return result;
   }

@@ -262,8 +262,8 @@ describe('claims taking heads', () => {
       await deliver(result);
       resumeAt = result.resumeAt;
     }
-    // A store's first claim says whether any keyed message is unfinished: none is, so the
-    // next store's first claim takes no keyed rows.
+    // A store that takes no keyed rows (its first claim takes heads, after a store that took
+    // them, and finds none unfinished) leaves the next store's first claim without them.
     await outbox.store(driver.db).claim(claimOf10());
     // A new keyed backlog: the claim after the one that finds it waiting takes heads, as the
     // last full claim over the schema led to, not the walk.
@@ -272,6 +272,35 @@ describe('claims taking heads', () => {
     expect(first.claimed).toEqual([]);
     await again.store.claim(claimOf10({ resumeAt: first.resumeAt }));
     expect(again.ways).toEqual(['none', 'heads']);
+  });
+
+  it('start a store after one that took keyed rows and left none unfinished', async () => {
+    const { outbox, store, ways } = await headsOutbox(driver, inTurn(60, 30));
+    const deliver = (result: ClaimResult) =>
+      store.settle(
+        result.claimed.map((message) => ({ message, settlement: delivered() })),
+        new Date(),
+      );
+    const { walked, next: heads } = await walkThenNext(store);
+    await deliver(walked);
+    await deliver(heads);
+    let resumeAt = heads.resumeAt;
+    for (let n = 0; n < 20; n++) {
+      const result = await store.claim(claimOf10({ resumeAt }));
+      if (result.claimed.length === 0) break;
+      await deliver(result);
+      resumeAt = result.resumeAt;
+    }
+    // The store's last claim took heads, and found no keyed message unfinished.
+    expect(ways.at(-1)).toBe('heads');
+    // A tick later, a new keyed backlog: the next store's first claim takes its heads at once,
+    // with no claim ahead of it that leaves keyed rows out (over Neon's HTTP driver, a
+    // subrequest every tick that drains its keyed messages).
+    const again = await headsOutbox(driver, inTurn(60, 30), outbox);
+    const first = await again.store.claim(claimOf10());
+    expect(again.ways).toEqual(['heads']);
+    expect(taken(first)).toEqual(again.keys.slice(0, 10));
+    expect(first.partial).toBeUndefined();
   });
 
   it('in a backlog, from the start, come back short but not partial when their window ends among rows not yet due', async () => {
