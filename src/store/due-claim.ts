@@ -75,7 +75,7 @@ export class DueClaims {
   /** No claim yet. */
   private first = true;
   /** A claim of this store ran a text with a cursor (see dueClaimShape): the later ones do too. */
-  private cursorText = false;
+  private cursorTextRun = false;
   /** A claim of this store took a row with an ordering key. */
   private tookKeyed = false;
   /** Walk claims left before a claim may take heads again. */
@@ -112,12 +112,12 @@ export class DueClaims {
     if (after) positioned.after = after;
     if (position.walkAfter !== undefined) positioned.walkAfter = position.walkAfter;
     const shape: DueClaimShape = {
-      ...dueClaimShape(positioned, this.cursorText),
+      ...dueClaimShape(positioned, this.cursorTextRun),
       keyed,
       answersWhenEmpty: keyed !== 'walk' || this.first,
     };
     this.first = false;
-    this.cursorText ||= shape.after;
+    this.cursorTextRun ||= shape.after;
     const answer = await this.run(this.texts(shape), dueClaimParameters(positioned, shared, shape));
     // One row of nulls beside the flags when a claim that answers when empty took none. An
     // empty claim that does not could not say: take it that a keyed message waits.

@@ -102,6 +102,27 @@ async function walkThenNext(
   return { walked, next };
 }
 
+/**
+ * Delivers `claims` as a settle records them, then claims 10 at a time from where the last left
+ * off, each delivered, until one takes nothing: the store's last claim then says whether any
+ * keyed message is unfinished.
+ */
+async function deliverAll(store: OutboxStore, ...claims: ClaimResult[]): Promise<void> {
+  const deliver = (result: ClaimResult) =>
+    store.settle(
+      result.claimed.map((message) => ({ message, settlement: delivered() })),
+      new Date(),
+    );
+  for (const claim of claims) await deliver(claim);
+  let resumeAt = claims.at(-1)?.resumeAt;
+  for (let n = 0; n < 20; n++) {
+    const result = await store.claim(claimOf10({ resumeAt }));
+    if (result.claimed.length === 0) break;
+    await deliver(result);
+    resumeAt = result.resumeAt;
+  }
+}
+
 /** The runs a drain holds after these claims: one per row taken, each its own run. */
 function heldRunsOf(claims: readonly ClaimResult[]): HeldRun[] {
   return claims.flatMap((result) =>
@@ -245,23 +266,10 @@ describe('claims taking heads', () => {
 
   it('come back after a claim without keyed rows when the last full claim over the schema took heads', async () => {
     const { outbox, store, ways } = await headsOutbox(driver, inTurn(60, 30));
-    const deliver = (result: ClaimResult) =>
-      store.settle(
-        result.claimed.map((message) => ({ message, settlement: delivered() })),
-        new Date(),
-      );
     const { walked, next: heads } = await walkThenNext(store);
     expect(ways.at(-1)).toBe('heads');
     expect(taken(heads)).toHaveLength(10);
-    await deliver(walked);
-    await deliver(heads);
-    let resumeAt = heads.resumeAt;
-    for (let n = 0; n < 20; n++) {
-      const result = await store.claim(claimOf10({ resumeAt }));
-      if (result.claimed.length === 0) break;
-      await deliver(result);
-      resumeAt = result.resumeAt;
-    }
+    await deliverAll(store, walked, heads);
     // A store that takes no keyed rows (its first claim takes heads, after a store that took
     // them, and finds none unfinished) leaves the next store's first claim without them.
     await outbox.store(driver.db).claim(claimOf10());
@@ -276,21 +284,8 @@ describe('claims taking heads', () => {
 
   it('start a store after one that took keyed rows and left none unfinished', async () => {
     const { outbox, store, ways } = await headsOutbox(driver, inTurn(60, 30));
-    const deliver = (result: ClaimResult) =>
-      store.settle(
-        result.claimed.map((message) => ({ message, settlement: delivered() })),
-        new Date(),
-      );
     const { walked, next: heads } = await walkThenNext(store);
-    await deliver(walked);
-    await deliver(heads);
-    let resumeAt = heads.resumeAt;
-    for (let n = 0; n < 20; n++) {
-      const result = await store.claim(claimOf10({ resumeAt }));
-      if (result.claimed.length === 0) break;
-      await deliver(result);
-      resumeAt = result.resumeAt;
-    }
+    await deliverAll(store, walked, heads);
     // The store's last claim took heads, and found no keyed message unfinished.
     expect(ways.at(-1)).toBe('heads');
     // A tick later, a new keyed backlog: the next store's first claim takes its heads at once,
