@@ -23,6 +23,7 @@ import { drainOnce } from '../src/core/drain.js';
 import type { ClaimResult, OutboxStore } from '../src/core/outbox-store.js';
 import { startEmbeddedPostgres } from '../src/dev/embedded-postgres.js';
 import { pgExecutor } from '../src/drivers/node-pg.js';
+import { dueClaimNamed } from '../src/store/claim-statements.js';
 import { progress } from './lib/progress.js';
 import { serverCostMeter } from './lib/server-cost.js';
 import { MIXED_TURN } from './scenarios/harness.js';
@@ -297,15 +298,18 @@ interface StatementRow {
   query: string;
 }
 
+/** How a due claim takes keyed rows, as `describe` says it. */
+const CLAIM_WAYS = {
+  walk: 'walking the keys',
+  heads: 'taking heads',
+  none: 'unkeyed rows only',
+} as const;
+
 /** What a statement is: a claim by its shape (claim-statements.ts), a settle, or its start. */
 function describe(query: string): string {
-  if (query.startsWith('WITH RECURSIVE claim_now')) {
-    const keyed = query.includes('walk(step')
-      ? 'walking the keys'
-      : query.includes('ahead_window')
-        ? 'taking heads'
-        : 'unkeyed rows only';
-    return `due claim ${keyed}${query.includes(' cursor AS ') ? ', after a cursor' : ''}`;
+  const claim = dueClaimNamed(query);
+  if (claim) {
+    return `due claim ${CLAIM_WAYS[claim.keyed]}${claim.after ? ', after a cursor' : ''}`;
   }
   if (query.startsWith('WITH o AS')) return 'settle';
   return `${query.slice(0, 60)}...`;

@@ -119,6 +119,8 @@ interface KillRun {
   killed: boolean;
   /** Keys this process recorded as delivered before it died. */
   settled: Set<string>;
+  /** How each of its due claims took keyed rows, in order ("way" lines). */
+  ways: string[];
 }
 
 /** One driver's lane: runs one after another, each killed at a chosen point. */
@@ -200,6 +202,7 @@ async function killLane(driver: DriverName, random: () => number) {
       point,
       killed: exit.signal === 'SIGKILL',
       settled,
+      ways: child.lines.filter((line) => line.startsWith('way ')).map((line) => line.slice(4)),
     });
   }
 
@@ -225,7 +228,7 @@ async function killLane(driver: DriverName, random: () => number) {
     if (report.claimed === 0) break;
   }
   const stats = await store.stats(clock.now());
-  return { committed, orderingKeyOf, runs, stats };
+  return { driver, committed, orderingKeyOf, runs, stats };
 }
 
 /**
@@ -273,6 +276,21 @@ describe('drain processes SIGKILLed at random moments', () => {
       ...outOfOrder(queued, lane.orderingKeyOf, lane.committed),
     ]);
     expect(passedAhead).toEqual([]);
+    // Over every driver, processes were killed after claims of both ways of taking keyed rows:
+    // keys' heads in due order, and the walk of the keys (src/store/due-claim.ts).
+    const killedAfter = (lane: (typeof lanes)[number], way: string) =>
+      lane.runs.filter((run) => run.killed && run.ways.includes(way)).length;
+    for (const lane of lanes) {
+      expect({ driver: lane.driver, heads: killedAfter(lane, 'heads') > 0 }).toEqual({
+        driver: lane.driver,
+        heads: true,
+      });
+      expect({ driver: lane.driver, walk: killedAfter(lane, 'walk') > 0 }).toEqual({
+        driver: lane.driver,
+        walk: true,
+      });
+    }
+    const claimWays = (way: string) => runs.flatMap((run) => run.ways).filter((w) => w === way);
 
     const runByAgent = new Map(runs.flatMap((run) => run.agents.map((agent) => [agent, run])));
     const perKill: Record<string, { kills: number; duplicates: number }> = {};
@@ -303,7 +321,7 @@ describe('drain processes SIGKILLed at random moments', () => {
       runs: runs.length,
       messages: committed.length,
       faults: kills,
-      injected: `SIGKILL after claim, mid-send, after send, mid-settle; half webhooks, half SQS batches (${queued.length} queue copies); ${ORDERING_KEYS} ordering keys per driver and destination, per-key order checked at each receiver (${passedAhead.length} out of order)`,
+      injected: `SIGKILL after claim, mid-send, after send, mid-settle; half webhooks, half SQS batches (${queued.length} queue copies); ${ORDERING_KEYS} ordering keys per driver and destination, per-key order checked at each receiver (${passedAhead.length} out of order); due claims ${claimWays('heads').length} taking heads, ${claimWays('walk').length} walking the keys, ${claimWays('none').length} without keyed rows`,
       lost: result.lost.length,
       duplicated: result.extraDeliveries,
       rolledBackSent: result.rolledBackSent.length,

@@ -18,6 +18,7 @@ import type {
 import { delivered } from '../../src/core/settlement.js';
 import type { Outbox } from '../../src/outbox.js';
 import { HEADS_WINDOW_PER_ROW } from '../../src/store/claim-heads.js';
+import { dueClaimNamed } from '../../src/store/claim-statements.js';
 import { useTestDatabase } from '../support/database.js';
 import {
   claimCountingStore,
@@ -31,12 +32,6 @@ import { DRIVER_NAMES, type Driver, useDriver } from '../support/drivers.js';
 import { allNodes, planAsRun } from '../support/query-plans.js';
 
 const database = useTestDatabase();
-
-/** How a claim's statement took keyed rows: by the walk, as heads, or not at all. */
-function keyedRowsOf(text: string): 'walk' | 'heads' | 'none' {
-  if (/\bwalk\(step/.test(text)) return 'walk';
-  return /\bheads AS \(/.test(text) ? 'heads' : 'none';
-}
 
 /**
  * A store over a fresh outbox (or `over`) that notes how each of its claims took keyed rows, the
@@ -63,8 +58,9 @@ async function headsOutbox(
   let last: { text: string; params: unknown[] } | undefined;
   const store = outbox.store(
     watchedExecutor(driver.db, (text, params = []) => {
-      if (!text.includes('claim_now')) return;
-      ways.push(keyedRowsOf(text));
+      const claim = dueClaimNamed(text);
+      if (claim === undefined) return;
+      ways.push(claim.keyed);
       last = { text, params };
     }),
   );
@@ -366,7 +362,8 @@ describe.each(DRIVER_NAMES)('drains taking heads, through %s', (driverName) => {
     const ways: string[] = [];
     const watched = outbox.store(
       watchedExecutor(driver.db, (text) => {
-        if (text.includes('claim_now')) ways.push(keyedRowsOf(text));
+        const claim = dueClaimNamed(text);
+        if (claim) ways.push(claim.keyed);
       }),
     );
     // Each claim 10 ms away, so the lanes empty the queue before one lands.

@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { claimStatements, dueClaimNamed } from './claim-statements.js';
+import type { DueClaimShape, KeyedRows } from './due-claim-shape.js';
+import { outboxStatements } from './statements.js';
+
+describe('a due claim names its shape in a comment it ends with', () => {
+  const ways: readonly KeyedRows[] = ['walk', 'heads', 'none'];
+  const shapes: DueClaimShape[] = ways.flatMap((keyed) =>
+    [false, true].flatMap((after) =>
+      [false, true].map((answersWhenEmpty) => ({
+        limit: 100,
+        share: 10,
+        after,
+        keyed,
+        answersWhenEmpty,
+        probe: after,
+      })),
+    ),
+  );
+
+  it.each(shapes)('$keyed, after $after, answering when empty $answersWhenEmpty', (shape) => {
+    const text = claimStatements('"outbox"')(shape);
+    // Last, where pg_stat_statements keeps it.
+    expect(text.trimEnd().endsWith('*/')).toBe(true);
+    expect(dueClaimNamed(text)).toEqual({ keyed: shape.keyed, after: shape.after });
+  });
+
+  it('one text per shape, the walk where none is named', () => {
+    const texts = claimStatements('"outbox"');
+    const walk = texts({ limit: 100, share: 10, after: false });
+    expect(dueClaimNamed(walk)).toEqual({ keyed: 'walk', after: false });
+    expect(texts({ limit: 100, share: 10, after: false, keyed: 'walk' })).toBe(walk);
+    expect(texts({ limit: 100, share: 5, after: false })).not.toBe(walk);
+  });
+
+  it('no other statement reads as one: the claim by key, the settles', () => {
+    const statements = outboxStatements('"outbox"');
+    expect(dueClaimNamed(statements.claimMessagesByKey)).toBeUndefined();
+    expect(dueClaimNamed(statements.settleClaimedMessages)).toBeUndefined();
+    expect(dueClaimNamed(statements.settleClaimedMessagesWithHealth)).toBeUndefined();
+  });
+});
