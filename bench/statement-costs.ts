@@ -33,6 +33,13 @@ import { benchPayload, ENQUEUE_CHUNK, orderingKeyOf } from './systems/types.js';
 
 /** Scenario 1's backlog without keys, scenario 11's cases, and idle ticks. */
 const DEFAULT_CASES = '0x5000,10x5000,1x5000,1000x5000,10x50000,idle,idle-keyed';
+/** How a due claim takes keyed rows, as `describe` says it. */
+const CLAIM_WAYS = {
+  walk: 'walking the keys',
+  heads: 'taking heads',
+  none: 'unkeyed rows only',
+} as const;
+
 /** The statements listed per case, most server time first (BENCH_STATEMENTS_SHOWN). */
 const STATEMENTS_SHOWN = readStatementsShown(process.env.BENCH_STATEMENTS_SHOWN);
 
@@ -297,13 +304,6 @@ interface StatementRow {
   rows: string;
   query: string;
 }
-
-/** How a due claim takes keyed rows, as `describe` says it. */
-const CLAIM_WAYS = {
-  walk: 'walking the keys',
-  heads: 'taking heads',
-  none: 'unkeyed rows only',
-} as const;
 
 /** What a statement is: a claim by its shape (claim-statements.ts), a settle, or its start. */
 function describe(query: string): string {
