@@ -196,11 +196,52 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
   {
     name: 'claim beside a claim that walks the keys',
     row: 11,
-    edits: [{ file: DRAIN, find: '    !run.walkingKeys &&\n', replace: '' }],
+    edits: [
+      {
+        file: DRAIN,
+        find: '  const unkeyedOnly = run.walkingKeys && run.keyedClaimsOnWire > 0;\n',
+        replace: '  const unkeyedOnly = false;\n',
+      },
+    ],
     tests: [
       {
         file: 'test/store/claims-on-wire.test.ts',
         name: "claims one at a time while claims take ordering keys' runs, and keeps each key in enqueue order",
+        driver: 'node-pg',
+      },
+    ],
+  },
+  {
+    name: "a claim beside the runs' claim sends the walk back to where its request started",
+    row: 11,
+    edits: [
+      {
+        file: 'src/store/due-claim.ts',
+        find: '    if (beside && this.walkReturned !== undefined) next.walkAfter = this.walkReturned;\n',
+        replace: '',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/ordering-runs.test.ts',
+        name: "beside the runs' claim, takes unkeyed rows only, leaves the next claim walking, and keeps the walk where the runs' claim left it",
+      },
+    ],
+  },
+  {
+    name: "a claim beside the runs' claim takes keyed rows",
+    row: 11,
+    edits: [
+      {
+        file: 'src/store/due-claim.ts',
+        find: '    if (request.unkeyedOnly === true) return this.unkeyedBeside(positioned, shared, position);\n',
+        replace: '',
+      },
+    ],
+    tests: [
+      {
+        file: 'test/store/claims-on-wire.test.ts',
+        name: "puts a claim without keyed rows beside each claim of keys' runs while unkeyed messages wait, and keeps each key in enqueue order",
         driver: 'node-pg',
       },
     ],
@@ -499,8 +540,8 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: DRAIN,
-        find: 'run.lastClaimFound = claimed.length > 0 || exhausted.length > 0 || unrecorded;',
-        replace: 'run.lastClaimFound = claimed.length > 0 || exhausted.length > 0;',
+        find: '    run.lastClaimFound = found || unrecorded;',
+        replace: '    run.lastClaimFound = found;',
       },
     ],
     tests: [
@@ -634,8 +675,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: DRAIN,
-        find: ` ||
-    result.partial === true;`,
+        find: ' || result.partial === true;',
         replace: ';',
       },
     ],

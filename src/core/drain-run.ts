@@ -191,8 +191,18 @@ export interface DrainRun {
    * into a settle write (see heldRuns, noteWritten).
    */
   heldRuns: Map<string, HeldKeyRun>;
-  /** The last claim to land took an ordering key's run: the next claims go one at a time. */
+  /**
+   * The last claim to land that could take keyed rows took an ordering key's run: the next
+   * claims that can go one at a time, and only a claim without keyed rows goes beside one.
+   */
   walkingKeys: boolean;
+  /** Claims on the wire that may take rows with an ordering key (all but those beside a walk). */
+  keyedClaimsOnWire: number;
+  /**
+   * Rows without an ordering key probably wait: the last claim of keys' runs took some, or the
+   * last claim beside one came back full. Only then does a claim without keyed rows go beside.
+   */
+  unkeyedWaiting: boolean;
   /** When a claim next also takes probes of half-open destinations (ms, the drain's clock). */
   nextProbeAt: number;
   /** How long the last claim took, ms: the time the queue must last while the next one runs. */
@@ -239,6 +249,8 @@ export function newRun(
     resumeAt: options.resume?.at,
     heldRuns: new Map(),
     walkingKeys: false,
+    keyedClaimsOnWire: 0,
+    unkeyedWaiting: false,
     nextProbeAt: Number.NEGATIVE_INFINITY,
     claimMs: 0,
     sendMs: 0,

@@ -156,7 +156,9 @@ function withBatch(run: DrainRun, next: QueuedMessage): QueuedMessage[] {
 function claimIfLow(run: DrainRun, settles: SettleGroups): void {
   const { settings } = run;
   if (run.claimsOver || run.claimsOnWire >= MAX_CLAIMS_ON_WIRE) return;
-  if (run.claimsOnWire > 0 && !mayClaimBeside(run)) return;
+  // Claims of keys' runs go one at a time: beside one, only a claim without keyed rows.
+  const unkeyedOnly = run.walkingKeys && run.keyedClaimsOnWire > 0;
+  if (run.claimsOnWire > 0 && !(unkeyedOnly ? unkeyedBeside(run) : mayClaimBeside(run))) return;
   // What a claim on the wire may bring counts as waiting: a second claim starts only if the
   // lanes would run dry before the next claim lands even when the first comes back full.
   const waiting = run.queue.length + run.rowsOnWire;
@@ -177,18 +179,23 @@ function claimIfLow(run: DrainRun, settles: SettleGroups): void {
   // may only be because they still hold their ordering keys.
   const unrecorded = run.unsettled > 0 || settles.writing || run.claimsOnWire > 0;
   run.claimsOnWire += 1;
+  if (!unkeyedOnly) run.keyedClaimsOnWire += 1;
   // Before the idle claim, write the outcomes still waiting: an ordering key's next message
   // becomes claimable only once its head's delivery is recorded.
   const claimed = idle
     ? settles.writeAll().then(() => claimUnlessStopped(run))
-    : claim(run, unrecorded);
+    : claim(run, unrecorded, unkeyedOnly);
+  const landed = () => {
+    run.claimsOnWire -= 1;
+    if (!unkeyedOnly) run.keyedClaimsOnWire -= 1;
+  };
   void claimed.then(
     () => {
-      run.claimsOnWire -= 1;
+      landed();
       notify(run);
     },
     (error: unknown) => {
-      run.claimsOnWire -= 1;
+      landed();
       run.failure ??= { error };
       run.claimsOver = true;
       notify(run);
@@ -210,19 +217,30 @@ function claimingBacklog(run: DrainRun): boolean {
  * Whether a second claim may join the one on the wire: only with claim ahead on, once a claim
  * has landed full, for due rows rather than a kick's keys, and under no subrequest budget
  * or a large one: the claim beside one that comes back short is a round trip wasted, which a
- * small budget would feel as a send forgone. And not while claims take ordering keys' runs: two
- * claims made before either lands start their walk of the keys at the same place, and the
- * second finds the first's runs locked and comes back short (over 1,000 keys, every other claim
- * beside came back empty, and a short claim makes the drain wait for its outcomes).
+ * small budget would feel as a send forgone. Not beside a claim of ordering keys' runs (see
+ * claimIfLow): two claims made before either lands start their walk of the keys at the same
+ * place, and the second finds the first's runs locked and comes back short (over 1,000 keys,
+ * every other claim beside came back empty, and a short claim makes the drain wait for its
+ * outcomes).
  */
 function mayClaimBeside(run: DrainRun): boolean {
   const { settings } = run;
   return (
     settings.prefetch &&
     claimingBacklog(run) &&
-    !run.walkingKeys &&
     settings.subrequestBudget >= MIN_BUDGET_FOR_CLAIM_BESIDE
   );
+}
+
+/**
+ * Whether a claim without keyed rows (ClaimRequest.unkeyedOnly) may join the claim of keys' runs
+ * on the wire: as mayClaimBeside says, while rows without a key wait. Runs go one claim at a
+ * time, each behind the last one's rows (ClaimRequest.holding); a backlog's unkeyed rows need
+ * not: over 10 keys of 250 with 2,500 unkeyed rows in turns, they otherwise went out at the
+ * pace of the runs' claims.
+ */
+function unkeyedBeside(run: DrainRun): boolean {
+  return run.unkeyedWaiting && mayClaimBeside(run);
 }
 
 /** A claim after a wait (counted on the wire): the budget or a failure may have changed meanwhile. */
@@ -259,8 +277,13 @@ function reasonNotToClaim(run: DrainRun, onWire: boolean): StopReason | undefine
   return undefined;
 }
 
-/** `unrecorded`: rows claimed earlier were not all recorded as this claim started. */
-async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
+/**
+ * `unrecorded`: rows claimed earlier were not all recorded as this claim started. `unkeyedOnly`:
+ * a claim beside one of keys' runs (see unkeyedBeside), which takes no keyed rows and leaves the
+ * drain's view of them (whether runs are being walked, more is due, the last claim found
+ * anything) to the claims that take them.
+ */
+async function claim(run: DrainRun, unrecorded: boolean, unkeyedOnly = false): Promise<void> {
   const { settings, report } = run;
   const claimedAt = settings.clock.now();
   const claimToken = settings.newId();
@@ -306,7 +329,8 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
       // A lane sends a key's run one row after another: a share of the batch per lane keeps
       // every lane busy when the claim spans as many keys as there are lanes.
       keyShare: Math.ceil(limit / settings.concurrency),
-      holding: run.options.keys ? undefined : heldRuns(run, claimedAt.getTime()),
+      holding: run.options.keys || unkeyedOnly ? undefined : heldRuns(run, claimedAt.getTime()),
+      ...(unkeyedOnly ? { unkeyedOnly } : {}),
     });
     endSpan?.();
   } catch (error) {
@@ -324,13 +348,20 @@ async function claim(run: DrainRun, unrecorded: boolean): Promise<void> {
     run.resumeAt = result.resumeAt;
     if (run.options.resume) run.options.resume.at = result.resumeAt;
   }
-  run.walkingKeys = result.tookRuns === true;
   report.claimed += claimed.length;
   report.dead += exhausted.length;
-  run.moreDue =
-    ((claimed.length >= limit || exhausted.length > 0) && result.caughtUp !== true) ||
-    result.partial === true;
-  run.lastClaimFound = claimed.length > 0 || exhausted.length > 0 || unrecorded;
+  const full = claimed.length >= limit || exhausted.length > 0;
+  const found = claimed.length > 0 || exhausted.length > 0;
+  if (unkeyedOnly) {
+    run.unkeyedWaiting = full;
+    if (full) run.moreDue = true;
+    if (found) run.lastClaimFound = true;
+  } else {
+    run.walkingKeys = result.tookRuns === true;
+    run.unkeyedWaiting = claimed.some((message) => message.orderingKey === null);
+    run.moreDue = (full && result.caughtUp !== true) || result.partial === true;
+    run.lastClaimFound = found || unrecorded;
+  }
   run.unsettled += claimed.length;
   if (claimed.length > 0) run.unsettledClaims += 1;
   const lease: ClaimLease = {

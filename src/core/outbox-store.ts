@@ -145,6 +145,13 @@ export interface ClaimRequest {
    * check continues nothing.
    */
   holding?: readonly HeldRun[];
+  /**
+   * Due claims: take no message with an ordering key. The drain asks for such a claim beside
+   * one that takes keys' runs (those go one at a time), so a backlog's messages without a key
+   * do not wait for the runs' claims. Its `resumeAt` says where the next scan of the due order
+   * starts, and keeps the walk of the keys where the request's left it.
+   */
+  unkeyedOnly?: boolean;
 }
 
 /**
@@ -169,8 +176,7 @@ export interface ClaimResult {
   /** Due claims: where the drain's next due claim resumes (ClaimRequest.resumeAt). */
   resumeAt?: string;
   /**
-   * Due claims: the claim took runs of ordering keys, or walked the keys and the next claim walks
-   * them again. A second claim made before this one's rows are recorded would find those runs
+   * Due claims: the claim took runs of ordering keys, or the next claim walks the keys. A second claim made before this one's rows are recorded would find those runs
    * locked, or start its walk at the same key, and come back short, so the next claims go one at
    * a time.
    */

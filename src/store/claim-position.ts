@@ -4,6 +4,7 @@
  * ordering keys starts, the cursor in due order, and how many claims started at the cursor since
  * one scanned from the start.
  */
+import { compareMessageIds } from '../core/message-id.js';
 import type { ClaimRequest } from '../core/outbox-store.js';
 
 /** A row's place in due order: due time, then id. */
@@ -77,6 +78,11 @@ export function positionText(position: ClaimPosition): string {
     walkAfter ?? null,
     fromCursor,
   ]);
+}
+
+/** Which of two rows comes later in due order: above 0 when `a` does. */
+export function compareCursors(a: ClaimCursor, b: ClaimCursor): number {
+  return a.dueAt.getTime() - b.dueAt.getTime() || compareMessageIds(a.id, b.id);
 }
 
 /** Where a due claim's scan of the due order starts: in a backlog, at the cursor but every fourth. */

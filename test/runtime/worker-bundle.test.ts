@@ -23,9 +23,12 @@ const RAW_BUDGET_BYTES = 2100 * 1024;
 /**
  * The webhook-only Worker (test/fixtures/webhook-worker): measured at 97 KiB gzipped (358 KiB
  * raw, over half of it Neon's driver) when set, against 352 KiB for the reference service with
- * the SES sender; about 30% of headroom on top, far below what the SDK would add back.
+ * the SES sender; about 30% of headroom on top, far below what the SDK would add back. Raised
+ * from 130 KiB on 12-06, at 130.1 KiB: our own code had grown into it (src/store 160 KiB raw,
+ * the ordering-key claims' SQL and their comments, which `wrangler deploy` ships unminified),
+ * with no new dependency; 150 KiB is still far below what the SDK would add back.
  */
-const WEBHOOK_ONLY_GZIP_BUDGET_BYTES = 130 * 1024;
+const WEBHOOK_ONLY_GZIP_BUDGET_BYTES = 150 * 1024;
 
 const WEBHOOK_WORKER_CONFIG = fileURLToPath(
   new URL('../fixtures/webhook-worker/wrangler.toml', import.meta.url),

@@ -1,7 +1,8 @@
 /**
  * Two claims on the wire (MAX_CLAIMS_ON_WIRE): when sends outrun one claim per round trip, a
- * second claim starts beside the first; when sends are slow, under a small subrequest budget, or
- * while claims take ordering keys' runs, claims go one at a time. Every claim here waits 20 ms before it reaches the
+ * second claim starts beside the first; when sends are slow or under a small subrequest budget,
+ * claims go one at a time, and while claims take ordering keys' runs, those go one at a time,
+ * with at most a claim of unkeyed rows beside each. Every claim here waits 20 ms before it reaches the
  * database (an injected round trip, as from a far region), so the lanes empty the queue long
  * before a claim lands whenever sends are instant.
  */
@@ -9,12 +10,14 @@ import { describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
 import { type DrainOptions, MIN_BUDGET_FOR_CLAIM_BESIDE } from '../../src/core/drain-settings.js';
 import type { OutboxStore } from '../../src/core/outbox-store.js';
+import { dueClaimNamed } from '../../src/store/claim-statements.js';
 import { useTestDatabase } from '../support/database.js';
 import {
   claimCountingStore,
   freshOutbox,
   recordingSender,
   sleep,
+  watchedExecutor,
 } from '../support/drain-fixtures.js';
 import { countingExecutor, DRIVER_NAMES, useDriver } from '../support/drivers.js';
 
@@ -75,6 +78,75 @@ describe.each(DRIVER_NAMES)('claims on the wire, through %s', (driverName) => {
       const inGroup = (key: string) => keys.indexOf(key) % 3 === group;
       expect(sender.delivered.filter(inGroup)).toEqual(keys.filter(inGroup));
     }
+  });
+
+  it("puts a claim without keyed rows beside each claim of keys' runs while unkeyed messages wait, and keeps each key in enqueue order", async () => {
+    // 300 messages, every other one without a key, the rest over 3 keys: the runs' claims go
+    // one at a time (each continues the last one's runs), and beside each a claim of the
+    // unkeyed rows only, so those do not go at the runs' pace.
+    const { outbox } = await freshOutbox(driver);
+    const keys = await outbox.enqueue(
+      driver.db,
+      Array.from({ length: 300 }, (_, index) => ({
+        kind: 'test.kind',
+        payload: { index },
+        orderingKey: index % 2 === 0 ? undefined : `key-${index % 3}`,
+      })),
+    );
+    const ways: string[] = [];
+    const store = outbox.store(
+      watchedExecutor(driver.db, (text) => {
+        const claim = dueClaimNamed(text);
+        if (claim) ways.push(claim.keyed);
+      }),
+    );
+    /** Each claim: whether it was to take unkeyed rows only, and what it took. */
+    const claims: { unkeyedOnly: boolean; keyedTaken: number }[] = [];
+    let keyedOnWire = 0;
+    let mostKeyedOnWire = 0;
+    let besideRuns = 0;
+    const far = claimCountingStore(store, ROUND_TRIP_MS).store;
+    const watched: OutboxStore = {
+      settleFits: (requests) => far.settleFits(requests),
+      async claim(request) {
+        const unkeyedOnly = request.unkeyedOnly === true;
+        if (unkeyedOnly && keyedOnWire > 0) besideRuns += 1;
+        if (!unkeyedOnly) mostKeyedOnWire = Math.max(mostKeyedOnWire, ++keyedOnWire);
+        try {
+          const result = await far.claim(request);
+          const keyedTaken = result.claimed.filter((row) => row.orderingKey !== null).length;
+          claims.push({ unkeyedOnly, keyedTaken });
+          return result;
+        } finally {
+          if (!unkeyedOnly) keyedOnWire -= 1;
+        }
+      },
+      settle: (requests, now) => far.settle(requests, now),
+    };
+    const sender = recordingSender();
+    const report = await drainOnce({
+      store: watched,
+      senders: { 'test.kind': sender.send },
+      batchSize: 10,
+      concurrency: 4,
+    });
+    expect(report).toMatchObject({ claimed: 300, delivered: 300, released: 0, stale: 0 });
+    expect(new Set(sender.delivered).size).toBe(300);
+    for (let group = 0; group < 3; group++) {
+      const inGroup = (key: string) => {
+        const index = keys.indexOf(key);
+        return index % 2 === 1 && index % 3 === group;
+      };
+      expect(sender.delivered.filter(inGroup)).toEqual(keys.filter(inGroup));
+    }
+    // Claims of runs one at a time; claims beside them, asked for unkeyed rows only, ran the
+    // claim without keyed rows and took none.
+    expect(mostKeyedOnWire).toBe(1);
+    const beside = claims.filter((claim) => claim.unkeyedOnly);
+    expect(beside.length).toBeGreaterThanOrEqual(5);
+    expect(besideRuns).toBe(beside.length);
+    expect(beside.map((claim) => claim.keyedTaken)).toEqual(beside.map(() => 0));
+    expect(ways.filter((way) => way === 'none').length).toBeGreaterThanOrEqual(beside.length);
   });
 
   it('does not end the drain on an empty claim while earlier rows are unrecorded', async () => {

@@ -204,6 +204,31 @@ describe('the claim of ordering keys as runs', () => {
     });
   });
 
+  it("beside the runs' claim, takes unkeyed rows only, leaves the next claim walking, and keeps the walk where the runs' claim left it", async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    // Keys' heads due first, the unkeyed messages after them.
+    await outbox.enqueue(driver.db, keyed(6, 2));
+    await outbox.enqueue(
+      driver.db,
+      Array.from({ length: 6 }, (_, index) => ({ kind: 'test.kind', payload: { index } })),
+    );
+    await walkKeysNext(store);
+    const request = { limit: 4, keyShare: 2, backlog: true };
+    const walk = await store.claim(claimRequest(request));
+    expect([...rowsPerKey(walk.claimed).keys()]).toEqual(['key-0', 'key-1']);
+    // Made beside that walk (so from the position it started at), the claim takes no keyed row,
+    // though key-2's head is due before every unkeyed row.
+    const beside = await store.claim(claimRequest({ ...request, unkeyedOnly: true }));
+    expect(Object.fromEntries(rowsPerKey(beside.claimed))).toEqual({ null: 4 });
+    expect(beside.tookRuns).toBeUndefined();
+    // It lands last, so the drain resumes where it says: the walk goes on after key-1, where
+    // the walk beside it stopped, not from the first key its request started at.
+    expect(positionOf(beside.resumeAt).walkAfter).toBe('key-1');
+    const next = await store.claim(claimRequest({ ...request, resumeAt: beside.resumeAt }));
+    expect(next.tookRuns).toBe(true);
+    expect([...rowsPerKey(next.claimed).keys()]).toEqual(['key-2', 'key-3']);
+  });
+
   it('starts its walk after the key it is given, and comes round to the first keys last', async () => {
     const { outbox, store } = await freshOutbox(driver);
     await outbox.enqueue(driver.db, keyed(6, 2));
