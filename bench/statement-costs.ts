@@ -23,7 +23,7 @@ import { drainOnce } from '../src/core/drain.js';
 import type { ClaimResult, OutboxStore } from '../src/core/outbox-store.js';
 import { startEmbeddedPostgres } from '../src/dev/embedded-postgres.js';
 import { pgExecutor } from '../src/drivers/node-pg.js';
-import { dueClaimNamed } from '../src/store/claim-statements.js';
+import { dueClaimNamed } from '../src/store/due-claim-shape.js';
 import { progress } from './lib/progress.js';
 import { serverCostMeter } from './lib/server-cost.js';
 import { MIXED_TURN } from './scenarios/harness.js';

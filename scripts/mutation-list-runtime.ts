@@ -452,7 +452,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     row: 10,
     edits: [
       {
-        file: 'src/core/drain-run.ts',
+        file: 'src/core/drain-budget.ts',
         find: '    Math.ceil(run.queue.length / rowsPerSend) -\n    Math.ceil(run.rowsOnWire / rowsPerSend)\n',
         replace: '    Math.ceil(run.queue.length / rowsPerSend)\n',
       },
@@ -470,7 +470,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     row: 10,
     edits: [
       {
-        file: 'src/core/drain-run.ts',
+        file: 'src/core/drain-budget.ts',
         find: '  return run.unsettledClaims + run.claimsOnWire;',
         replace: '  return run.unsettledClaims > 0 || run.claimsOnWire > 0 ? 1 : 0;',
       },
@@ -996,7 +996,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     row: 29,
     edits: [
       {
-        file: 'src/core/drain-run.ts',
+        file: 'src/core/drain-budget.ts',
         find: 'report.roundTrips + report.sends + report.senderSubrequests + recordOwed;',
         replace: 'report.roundTrips + report.sends + report.senderSubrequests;',
       },

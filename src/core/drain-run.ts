@@ -1,14 +1,12 @@
 /**
- * The state one drain carries between its claims, lanes and settle groups, and the budget
- * arithmetic they share.
+ * The state one drain carries between its claims, lanes and settle groups, and how it queues
+ * the runs of ordering keys it claims (the budget arithmetic over this state: drain-budget.ts).
  */
 
 import type { DrainOptions, DrainReport, StopReason } from './drain-settings.js';
 import type { DrainRunTrace } from './drain-tracing.js';
-import { SubrequestBudgetError } from './errors.js';
 import type { ClaimedMessage, HeldRun } from './outbox-store.js';
 import type { Settings } from './resolved-settings.js';
-import type { SendContext } from './sender.js';
 
 /**
  * One claim's rows, as the settle groups and the budget see them: when their lease runs out,
@@ -293,41 +291,6 @@ export function notify(run: DrainRun): void {
 }
 
 /**
- * Subrequests still free: spent ones are taken, and so is one settle write per claim whose rows
- * are not all in a write yet, and per claim on the wire (see {@link writesOwed}): every write a
- * lease may force is paid for, and so is the last write of a drain, and the run's record.
- */
-export function budgetLeft(run: DrainRun): number {
-  return run.settings.subrequestBudget - spent(run) - writesOwed(run);
-}
-
-/**
- * Settle writes the budget must keep free. A claim's rows are all written by the write its
- * lease forces (every send of them ends before it: see reasonNotToSend in drain.ts), so one
- * write per claim with rows still unwritten covers every forced write and the drain's last;
- * a write that takes a claim's last rows is paid for by that claim.
- */
-export function writesOwed(run: DrainRun): number {
-  return run.unsettledClaims + run.claimsOnWire;
-}
-
-/**
- * Sends the budget can still pay for in a claim on the wire (counted in `claimsOnWire`, so its
- * write is kept free): rows queued or on the wire in another claim have their sends taken first,
- * `rowsPerSend` rows a send (see rowsPerSend in resolved-settings.ts).
- */
-export function sendsAffordable(run: DrainRun): number {
-  const { subrequestBudget, rowsPerSend } = run.settings;
-  return (
-    subrequestBudget -
-    spent(run) -
-    writesOwed(run) -
-    Math.ceil(run.queue.length / rowsPerSend) -
-    Math.ceil(run.rowsOnWire / rowsPerSend)
-  );
-}
-
-/**
  * Notes that one outcome of a claim went into a settle write; the claim's write is free again
  * once none of its rows is left. Returns whether that was its last. A held run whose last row
  * this is is offered to no more claims (see HeldKeyRun.claimsSinceWritten).
@@ -342,10 +305,6 @@ export function noteWritten(run: DrainRun, queued: QueuedMessage): boolean {
   if (lease.unsettled > 0) return false;
   run.unsettledClaims -= 1;
   return true;
-}
-
-function spent({ report, recordOwed }: DrainRun): number {
-  return report.roundTrips + report.sends + report.senderSubrequests + recordOwed;
 }
 
 /** Records why the drain stops, keeping the first reason seen. */
@@ -373,28 +332,6 @@ export function lowWater(run: DrainRun): number {
   if (run.sendMs === 0) return lanes;
   const duringClaim = Math.ceil((lanes * run.claimMs) / Math.max(run.sendMs, 0.01));
   return lanes + Math.min(batchSize, duringClaim);
-}
-
-/**
- * The budget as one send sees it: a request a sender reports is taken from what is free,
- * the settle owed included, so a sender can never spend a settle's subrequest.
- */
-export function sendContext(run: DrainRun): SendContext {
-  return {
-    run: run.identity,
-    spend(subrequests, what) {
-      if (!Number.isInteger(subrequests) || subrequests < 0) {
-        throw new RangeError(`spend: subrequests must be a whole number >= 0, got ${subrequests}`);
-      }
-      const left = budgetLeft(run);
-      if (subrequests > left) {
-        throw new SubrequestBudgetError(
-          `${what} needs ${subrequests} subrequests and the drain's budget has ${left} left; the message goes back unsent`,
-        );
-      }
-      run.report.senderSubrequests += subrequests;
-    },
-  };
 }
 
 /** The report travels with a drain's failure, so a caller sees what was done before it. */

@@ -2,8 +2,9 @@
  * A lane's send, single or in a batch: whether a claimed row may go now, the send itself bounded
  * by its timeout, and each outcome handed to the settle groups and to the next row of its run.
  */
+
+import { budgetLeft } from './drain-budget.js';
 import {
-  budgetLeft,
   type DrainRun,
   noteSendTime,
   noteStop,

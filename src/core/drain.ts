@@ -1,3 +1,4 @@
+import { sendContext, sendsAffordable } from './drain-budget.js';
 import { recordDrainRun } from './drain-record.js';
 import {
   type ClaimLease,
@@ -10,8 +11,6 @@ import {
   noteStop,
   notify,
   type QueuedMessage,
-  sendContext,
-  sendsAffordable,
   takeNext,
   tellFollower,
   withReport,

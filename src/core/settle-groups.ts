@@ -3,13 +3,9 @@
  * send: one write on the wire at a time; the next group is whatever finished meanwhile, written
  * once it is full, has waited long enough, or its earliest lease is about to end.
  */
-import {
-  budgetLeft,
-  type ClaimLease,
-  type DrainRun,
-  noteWritten,
-  type QueuedMessage,
-} from './drain-run.js';
+
+import { budgetLeft } from './drain-budget.js';
+import { type ClaimLease, type DrainRun, noteWritten, type QueuedMessage } from './drain-run.js';
 import type { OutboxStore, SettleRequest } from './outbox-store.js';
 import { writeGroup } from './settle-writes.js';
 import type { Settlement } from './settlement.js';
@@ -34,7 +30,7 @@ interface WaitingOutcome {
  *   or without a budget: past it another drain may claim the row and send it again. Every send
  *   of a claim ends before that moment (reasonNotToSend in drain.ts), so this write takes all of
  *   the claim's outcomes, and the claim's own settle write, kept free in the budget since the
- *   claim (writesOwed in drain-run.ts), pays for it.
+ *   claim (writesOwed in drain-budget.ts), pays for it.
  * - Once `settleGroupSize` wait, or (with no budget) `settleGroupMs` after the first of them.
  *   Under a budget every write is a subrequest a send could have had, so groups are not written
  *   by age there.

@@ -3,7 +3,8 @@
  * good is split, so that one outcome it cannot take does not hold back the others.
  */
 import type { DestinationChange } from './destination-health.js';
-import { budgetLeft, type DrainRun, notify } from './drain-run.js';
+import { budgetLeft } from './drain-budget.js';
+import { type DrainRun, notify } from './drain-run.js';
 import type { DrainReport } from './drain-settings.js';
 import { describeError, OutboxError } from './errors.js';
 import type { SettleRequest } from './outbox-store.js';

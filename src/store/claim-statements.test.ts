@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { claimStatements, dueClaimNamed } from './claim-statements.js';
-import type { DueClaimShape, KeyedRows } from './due-claim-shape.js';
+import { claimStatements } from './claim-statements.js';
+import { type DueClaimShape, dueClaimNamed, type KeyedRows } from './due-claim-shape.js';
 import { outboxStatements } from './statements.js';
 
 describe('a due claim names its shape in a comment it ends with', () => {

@@ -6,7 +6,7 @@
 import { headsWindows } from './claim-heads.js';
 import { probeStatement } from './claim-probes.js';
 import { firstKeyStatement, keyedRunsStatement } from './claim-walk.js';
-import { type DueClaimShape, dueParameter, type KeyedRows } from './due-claim-shape.js';
+import { type DueClaimShape, dueClaimMark, dueClaimName, dueParameter } from './due-claim-shape.js';
 import { CLAIMED_COLUMNS } from './message-columns.js';
 import { countOutcomes } from './outcome-counts.js';
 
@@ -33,34 +33,6 @@ export function claimStatements(quotedSchema: string): (shape: DueClaimShape) =>
     }
     return text;
   };
-}
-
-/**
- * What every due claim's text ends with: a comment naming its shape, so pg_stat_statements, the
- * server's log and anything that watches the statements (the bench, the tests) can tell the ways
- * of claiming apart without reading the SQL. At the end, where pg_stat_statements keeps it (a
- * comment ahead of the first word is left out of the statement it records).
- */
-const DUE_CLAIM_MARK = 'outbox-relay due claim:';
-
-/** A due claim's shape as its text's last comment names it: `heads after 100/10`. */
-function dueClaimName(shape: DueClaimShape): string {
-  const { limit, share, after, probe = false, keyed = 'walk', answersWhenEmpty = false } = shape;
-  return `${keyed}${after ? ' after' : ''}${probe ? ' probe' : ''}${answersWhenEmpty ? ' answers' : ''} ${limit}/${share}`;
-}
-
-/**
- * The shape of the due claim whose text this is, as far as the comment it ends with names it
- * (see DUE_CLAIM_MARK): how it takes rows with an ordering key, and whether it reads a cursor.
- * Undefined for any other statement.
- */
-export function dueClaimNamed(text: string): { keyed: KeyedRows; after: boolean } | undefined {
-  const at = text.lastIndexOf(`/* ${DUE_CLAIM_MARK} `);
-  if (at < 0) return undefined;
-  const words = text.slice(at + DUE_CLAIM_MARK.length + 4).split(' ');
-  const keyed = words[0];
-  if (keyed !== 'walk' && keyed !== 'heads' && keyed !== 'none') return undefined;
-  return { keyed, after: words[1] === 'after' };
 }
 
 /**
@@ -287,7 +259,7 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
         ? `(${firstKeyStatement(messages)}) IS NULL AS keyless, ${heldBack} AS held_back`
         : `(${firstKeyStatement(messages)}) IS NOT NULL AS keyed_waiting`;
   const mark = `
-  /* ${DUE_CLAIM_MARK} ${dueClaimName(target)} */`;
+  ${dueClaimMark(target)}`;
   if (!target.answersWhenEmpty)
     return `${ctes}${update},
     ${flags}${mark}`;

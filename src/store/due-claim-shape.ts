@@ -120,3 +120,37 @@ export function dueClaimParameters(
 ): unknown[] {
   return [...shared, ...dueParameterNames(shape).map((name) => DUE_PARAMETERS[name](request))];
 }
+
+/**
+ * What every due claim's text ends with: a comment naming its shape, so pg_stat_statements, the
+ * server's log and anything that watches the statements (the bench, the tests) can tell the ways
+ * of claiming apart without reading the SQL. At the end, where pg_stat_statements keeps it (a
+ * comment ahead of the first word is left out of the statement it records).
+ */
+const DUE_CLAIM_MARK = 'outbox-relay due claim:';
+
+/** A due claim's shape as its text's last comment names it: `heads after 100/10`. */
+export function dueClaimName(shape: DueClaimShape): string {
+  const { limit, share, after, probe = false, keyed = 'walk', answersWhenEmpty = false } = shape;
+  return `${keyed}${after ? ' after' : ''}${probe ? ' probe' : ''}${answersWhenEmpty ? ' answers' : ''} ${limit}/${share}`;
+}
+
+/**
+ * The shape of the due claim whose text this is, as far as the comment it ends with names it
+ * (see DUE_CLAIM_MARK): how it takes rows with an ordering key, and whether it reads a cursor.
+ * Undefined for any other statement.
+ */
+export function dueClaimNamed(text: string): { keyed: KeyedRows; after: boolean } | undefined {
+  const opening = `/* ${DUE_CLAIM_MARK} `;
+  const at = text.lastIndexOf(opening);
+  if (at < 0) return undefined;
+  const words = text.slice(at + opening.length).split(' ');
+  const keyed = words[0];
+  if (keyed !== 'walk' && keyed !== 'heads' && keyed !== 'none') return undefined;
+  return { keyed, after: words[1] === 'after' };
+}
+
+/** The comment a due claim's text ends with (see DUE_CLAIM_MARK). */
+export function dueClaimMark(shape: DueClaimShape): string {
+  return `/* ${DUE_CLAIM_MARK} ${dueClaimName(shape)} */`;
+}

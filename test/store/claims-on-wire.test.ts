@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
 import { type DrainOptions, MIN_BUDGET_FOR_CLAIM_BESIDE } from '../../src/core/drain-settings.js';
 import type { OutboxStore } from '../../src/core/outbox-store.js';
-import { dueClaimNamed } from '../../src/store/claim-statements.js';
+import { dueClaimNamed } from '../../src/store/due-claim-shape.js';
 import { useTestDatabase } from '../support/database.js';
 import {
   claimCountingStore,

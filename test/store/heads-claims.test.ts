@@ -18,7 +18,7 @@ import type {
 import { delivered } from '../../src/core/settlement.js';
 import type { Outbox } from '../../src/outbox.js';
 import { HEADS_WINDOW_PER_ROW } from '../../src/store/claim-heads.js';
-import { dueClaimNamed } from '../../src/store/claim-statements.js';
+import { dueClaimNamed } from '../../src/store/due-claim-shape.js';
 import { useTestDatabase } from '../support/database.js';
 import {
   claimCountingStore,
