@@ -356,7 +356,7 @@ async function claim(run: DrainRun, unrecorded: boolean, unkeyedOnly = false): P
     if (full) run.moreDue = true;
     if (found) run.lastClaimFound = true;
   } else {
-    run.walkingKeys = result.tookRuns === true;
+    run.walkingKeys = result.oneAtATime === true;
     run.unkeyedWaiting = claimed.some((message) => message.orderingKey === null);
     run.moreDue = (full && result.caughtUp !== true) || result.partial === true;
     run.lastClaimFound = found || unrecorded;

@@ -176,11 +176,12 @@ export interface ClaimResult {
   /** Due claims: where the drain's next due claim resumes (ClaimRequest.resumeAt). */
   resumeAt?: string;
   /**
-   * Due claims: the claim took runs of ordering keys, or the next claim walks the keys. A second claim made before this one's rows are recorded would find those runs
-   * locked, or start its walk at the same key, and come back short, so the next claims go one at
-   * a time.
+   * Due claims: the drain's next claims should go one at a time (beside each, at most a claim
+   * with `unkeyedOnly`), because this claim took runs of ordering keys or the next claim walks
+   * the keys. A second claim made before this one's rows are recorded would find those runs
+   * locked, or start its walk at the same key, and come back short.
    */
-  tookRuns?: boolean;
+  oneAtATime?: boolean;
   /**
    * Due claims: nothing more was claimable until this claim's rows are recorded (what is left
    * waits behind them, is out with other drains, or is not yet due), so a claim ahead would come

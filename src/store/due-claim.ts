@@ -155,7 +155,7 @@ export class DueClaims {
     // unkeyed, 22 of 56 claims went beside another, and each connection they reached planned
     // the walk anew.
     if (taken.keysWalked !== undefined || this.keyed === 'walk') {
-      result.tookRuns = true;
+      result.oneAtATime = true;
     }
     if (rows.length >= request.limit && this.keyed !== 'none') this.keyedWay = this.keyed;
     this.tookKeyed ||= keyed !== 'none' && rows.some((row) => row.ordering_key !== null);

@@ -147,7 +147,7 @@ describe('claims taking heads', () => {
     expect(ways.slice(1)).toEqual(['walk', 'heads']);
     expect(taken(heads)).toEqual(keys.slice(5, 15));
     expect(heads.partial).toBeUndefined();
-    expect(heads.tookRuns).toBeUndefined();
+    expect(heads.oneAtATime).toBeUndefined();
     // In a backlog, the next claim's scan starts after the last row this one took, keyed or not.
     const next = await store.claim(claimOf10({ resumeAt: heads.resumeAt, backlog: true }));
     expect(ways.at(-1)).toBe('heads');

@@ -193,7 +193,7 @@ describe('the claim of ordering keys as runs', () => {
     // The next claim walks the keys again: a second one beside it would start at the same key
     // and find the first's runs locked (over a mixed backlog, a third of the claims beside came
     // back with nothing of their keys, and every connection they took planned the walk anew).
-    expect(unkeyedOnly.tookRuns).toBe(true);
+    expect(unkeyedOnly.oneAtATime).toBe(true);
     const runs = await store.claim(
       claimRequest({ limit: 10, keyShare: 2, resumeAt: unkeyedOnly.resumeAt }),
     );
@@ -220,12 +220,12 @@ describe('the claim of ordering keys as runs', () => {
     // though key-2's head is due before every unkeyed row.
     const beside = await store.claim(claimRequest({ ...request, unkeyedOnly: true }));
     expect(Object.fromEntries(rowsPerKey(beside.claimed))).toEqual({ null: 4 });
-    expect(beside.tookRuns).toBeUndefined();
+    expect(beside.oneAtATime).toBeUndefined();
     // It lands last, so the drain resumes where it says: the walk goes on after key-1, where
     // the walk beside it stopped, not from the first key its request started at.
     expect(positionOf(beside.resumeAt).walkAfter).toBe('key-1');
     const next = await store.claim(claimRequest({ ...request, resumeAt: beside.resumeAt }));
-    expect(next.tookRuns).toBe(true);
+    expect(next.oneAtATime).toBe(true);
     expect([...rowsPerKey(next.claimed).keys()]).toEqual(['key-2', 'key-3']);
   });
 
@@ -236,7 +236,7 @@ describe('the claim of ordering keys as runs', () => {
     const first = await store.claim(claimRequest({ limit: 4, keyShare: 2 }));
     expect([...rowsPerKey(first.claimed).keys()]).toEqual(['key-0', 'key-1']);
     expect(positionOf(first.resumeAt).walkAfter).toBe('key-1');
-    expect(first.tookRuns).toBe(true);
+    expect(first.oneAtATime).toBe(true);
     const next = await store.claim(
       claimRequest({ limit: 4, keyShare: 2, resumeAt: first.resumeAt }),
     );
