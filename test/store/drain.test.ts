@@ -475,6 +475,33 @@ describe.each(DRIVER_NAMES)('drainOnce through %s', (driverName) => {
     ]);
   });
 
+  it('hands the sender its creation time truncated to the millisecond, at either edge of one', async () => {
+    const { outbox, store, schema } = await freshOutbox(driver);
+    // The microseconds that read wrong first when a time goes through a float: none past the
+    // millisecond (a time a JS Date wrote), and one short of the next.
+    const created = [
+      ['2026-12-06 03:41:57.123+00', '2026-12-06T03:41:57.123Z'],
+      ['2026-12-06 03:41:57.123999+00', '2026-12-06T03:41:57.123Z'],
+      ['2026-12-06 03:41:57.999999+00', '2026-12-06T03:41:57.999Z'],
+      ['2105-12-31 23:59:59.000001+00', '2105-12-31T23:59:59.000Z'],
+      ['1999-01-01 00:00:00+00', '1999-01-01T00:00:00.000Z'],
+    ] as const;
+    const keys = await outbox.enqueue(
+      driver.db,
+      created.map((_, index) => ({ kind: 'test.kind', payload: { index } })),
+    );
+    for (const [index, [at]] of created.entries()) {
+      await database.pool.query(`UPDATE ${schema}.messages SET created_at = $2 WHERE key = $1`, [
+        keys[index],
+        at,
+      ]);
+    }
+    const sender = recordingSender();
+    await drainOnce({ store, senders: { 'test.kind': sender.send } });
+    const byKey = new Map(sender.calls.map((call) => [call.key, call.createdAt.toISOString()]));
+    expect(keys.map((key) => byKey.get(key))).toEqual(created.map(([, iso]) => iso));
+  });
+
   it('does not claim kinds it has no sender for', async () => {
     const { outbox, store } = await freshOutbox(driver);
     await outbox.enqueue(driver.db, [
