@@ -103,13 +103,11 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
           -- Implied by the line above, but spelled out so the planner can use the partial
           -- index messages_ordering_unfinished.
           AND earlier.delivered_at IS NULL))`;
-  // Now and the kinds are read from claim_now (below), not as bare parameters.
-  const now = '(SELECT now FROM claim_now)';
-  const kinds = '(SELECT kinds FROM claim_now)::text[]';
+  const now = claimNow('now');
   // Unfinished, due (or its lease passed), of a kind this drain sends. `at`: the alias of a
   // claim_now row the query joins in, read as columns (see KeyedRunsParts.claimable).
   const due = (a: string, at?: string) => {
-    const [dueBy, sent] = at === undefined ? [now, kinds] : [`${at}.now`, `${at}.kinds`];
+    const [dueBy, sent] = [claimNow('now', at), claimNow('kinds', at)];
     return `${a}.delivered_at IS NULL AND ${a}.dead_at IS NULL
       AND ${a}.due_at <= ${dueBy}
       AND (${a}.state = 'pending' OR (${a}.state = 'claimed' AND ${a}.lease_expires_at <= ${dueBy}))
@@ -272,6 +270,16 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
 }
 
 /**
+ * A column of claim_now, which holds now and the kinds rather than bare parameters: of `at`, the
+ * alias of a claim_now row the query joins in, or else by a scalar subquery (the kinds' cast, so
+ * `= ANY(...)` reads an array, not a subquery's rows).
+ */
+function claimNow(column: 'now' | 'kinds' | 'watching', at?: string): string {
+  const cast = column === 'kinds' ? '::text[]' : '';
+  return at === undefined ? `(SELECT ${column} FROM claim_now)${cast}` : `${at}.${column}`;
+}
+
+/**
  * The keyed half of a due claim after its `unkeyed` CTE: the walk of the keys (claim-walk.ts),
  * `chosen` (the unkeyed rows and the runs, merged in turns up to the limit), the runs locked, and
  * `due`. `due` is the claim's test of a row of the given alias being due.
@@ -283,15 +291,16 @@ function keyedRuns(
   shape: DueClaimShape,
 ): { ctes: string; runsGoOn: string } {
   const { limit, share } = shape;
-  const paused = (a: string, at?: string) => `(CASE WHEN ${a}.destination IS NOT NULL AND ${
-    at === undefined ? '(SELECT watching FROM claim_now)' : `${at}.watching`
-  } THEN (
+  const paused = (a: string, at?: string) => {
+    const watching = claimNow('watching', at);
+    return `(CASE WHEN ${a}.destination IS NOT NULL AND ${watching} THEN (
           SELECT d.paused_until IS NOT NULL FROM ${destinations} d
           WHERE d.destination = ${a}.destination) END)`;
+  };
   const { walk, lockRuns, runsGoOn } = keyedRunsStatement(
     messages,
     {
-      now: '(SELECT now FROM claim_now)',
+      now: claimNow('now'),
       claimable: (a, at) => `${due(a, at)}
         AND ${paused(a, at)} IS NOT TRUE`,
       lockById: (ids) => `
@@ -382,7 +391,7 @@ function caughtUp(limit: number, runsGoOn: string): string {
  */
 function destinationHealth(destinations: string): string {
   return ` CROSS JOIN LATERAL (
-      SELECT CASE WHEN m.destination IS NOT NULL AND (SELECT watching FROM claim_now) THEN (
+      SELECT CASE WHEN m.destination IS NOT NULL AND ${claimNow('watching')} THEN (
           SELECT CASE WHEN d.paused_until IS NOT NULL THEN ${PAUSED}
             WHEN d.failures > 0 THEN ${FAILING} ELSE 0 END
           FROM ${destinations} d WHERE d.destination = m.destination) END AS health
