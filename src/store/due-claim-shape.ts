@@ -112,6 +112,15 @@ export function dueParameter(shape: DueClaimShape, name: DueParameter): string {
   return `$${6 + index}`;
 }
 
+/**
+ * The parameters every claim starts with, $1 to $5 (claimStatement, claim-statements.ts): now,
+ * the claim token, the lease, whether dead heads block, the kinds.
+ */
+export function sharedClaimParameters(request: ClaimRequest): unknown[] {
+  const { now, claimToken, leaseMs, deadHeadBlocks, kinds } = request;
+  return [now, claimToken, leaseMs, deadHeadBlocks, [...kinds]];
+}
+
 /** The due claim's parameters: `shared` ($1 to $5), then those its shape reads. */
 export function dueClaimParameters(
   request: PositionedClaim,

@@ -20,6 +20,7 @@ import type { PurgeReport, PurgeRequest, PurgeStore } from '../core/purge.js';
 import { type AttemptRow, recordWithAttempts } from './attempt-log.js';
 import { PostgresDestinationStore, type SettleRow } from './destination-store.js';
 import { DueClaims } from './due-claim.js';
+import { sharedClaimParameters } from './due-claim-shape.js';
 import { decodeCursor, encodeCursor, listOrderTime } from './list-cursor.js';
 import {
   actionableState,
@@ -106,13 +107,7 @@ export class PostgresOutboxStore implements OutboxStore, PurgeStore {
   }
 
   async claim(request: ClaimRequest): Promise<ClaimResult> {
-    const shared = [
-      request.now,
-      request.claimToken,
-      request.leaseMs,
-      request.deadHeadBlocks,
-      [...request.kinds],
-    ];
+    const shared = sharedClaimParameters(request);
     if (!request.keys) return this.dueClaims.claim(request, shared);
     const result = await this.rowsOf<ClaimedRow>(this.sql.claimMessagesByKey, [
       ...shared,

@@ -14,7 +14,7 @@ import { delivered, retry } from '../../src/core/settlement.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox, type Outbox } from '../../src/outbox.js';
 import { positionOf } from '../../src/store/claim-position.js';
-import { dueClaimParameters } from '../../src/store/due-claim-shape.js';
+import { dueClaimParameters, sharedClaimParameters } from '../../src/store/due-claim-shape.js';
 import { settleKeepsHealth, settleParameters } from '../../src/store/settle-parameters.js';
 import { outboxStatements } from '../../src/store/statements.js';
 import { useTestDatabase } from '../support/database.js';
@@ -228,7 +228,7 @@ describe('the claim after a cursor', () => {
       outboxStatements('cursor_plan').claimDueMessages(shape),
       dueClaimParameters(
         { ...request, after: positionOf(resumeAt).cursor },
-        [request.now, request.claimToken, request.leaseMs, request.deadHeadBlocks, request.kinds],
+        sharedClaimParameters(request),
         shape,
       ),
     );
@@ -307,11 +307,7 @@ describe('whether a keyed message is unfinished', () => {
       const plan = await planAsRun(
         database.pool,
         statements.claimDueMessages(shape),
-        dueClaimParameters(
-          request,
-          [request.now, request.claimToken, request.leaseMs, request.deadHeadBlocks, request.kinds],
-          shape,
-        ),
+        dueClaimParameters(request, sharedClaimParameters(request), shape),
       );
       const tableScans = allNodes(plan).filter(
         (node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'messages',
@@ -336,11 +332,7 @@ describe('the walk beside unkeyed rows', () => {
     const plan = await planAsRun(
       database.pool,
       outboxStatements('walk_beside').claimDueMessages(shape),
-      dueClaimParameters(
-        { ...request, keyShare: 10 },
-        [request.now, request.claimToken, request.leaseMs, request.deadHeadBlocks, request.kinds],
-        shape,
-      ),
+      dueClaimParameters({ ...request, keyShare: 10 }, sharedClaimParameters(request), shape),
     );
     // The walk reads each key's head and a share behind it. The keys' second shares could only
     // come after every unkeyed row and every first share, which fill the claim: reading them
