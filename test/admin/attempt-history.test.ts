@@ -8,12 +8,11 @@ import { drainOnce } from '../../src/core/drain.js';
 import type { MessageRecord } from '../../src/core/outbox-store.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
-import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
-import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import { runOutboxInProcess } from '../cli/outbox-cli.js';
 import { useTestDatabase } from '../support/database.js';
 import { fakeClock } from '../support/drain-fixtures.js';
 import { type LoopbackServer, startLoopbackServer } from '../support/loopback-http.js';
+import { loopbackWebhookSender } from '../support/webhook-receiver.js';
 import { ADMIN_TOKEN, mountAdmin, signIn } from './admin-harness.js';
 
 const database = useTestDatabase();
@@ -35,13 +34,7 @@ afterAll(async () => {
 });
 
 const outbox = createOutbox({ schema: 'outbox' });
-const sender = () =>
-  webhookSender({
-    secret: generateWebhookSecret(),
-    environment: 'development',
-    allowHosts: [`127.0.0.1:${receiver.port}`],
-    resolveHost: false,
-  });
+const sender = () => loopbackWebhookSender(receiver.port);
 
 /** Enqueues a webhook to `path` (with a query string that must never be recorded). */
 async function enqueueTo(path: string): Promise<string> {

@@ -8,9 +8,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
+import type { Sender } from '../../src/core/sender.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
-import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
-import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import {
   type BrowserHarness,
   CHROMIUM_INSTALL_TIMEOUT_MS,
@@ -28,6 +27,7 @@ import {
   SCREENSHOT_VIEWPORT,
   shotOf,
 } from '../support/screenshots.js';
+import { loopbackWebhookSender } from '../support/webhook-receiver.js';
 import { ADMIN_TOKEN, mountAdmin, outbox } from './admin-harness.js';
 
 /** The done flash's green, an open destination's red badge, a closed one's green (styles.ts). */
@@ -47,7 +47,7 @@ let paused = false;
 
 let receiver: LoopbackServer | undefined;
 let harness: BrowserHarness | undefined;
-let senders: Record<string, ReturnType<typeof webhookSender>> = {};
+let senders: Record<string, Sender> = {};
 let unavailable: string | undefined;
 
 describe('destination health on the dashboard in a browser', () => {
@@ -70,12 +70,7 @@ describe('destination health on the dashboard in a browser', () => {
       response.end('ok');
     });
     senders = {
-      webhook: webhookSender({
-        secret: generateWebhookSecret(),
-        environment: 'development',
-        allowHosts: [`127.0.0.1:${receiver.port}`],
-        resolveHost: false,
-      }),
+      webhook: loopbackWebhookSender(receiver.port),
     };
     harness = await startBrowserHarness(
       mountAdmin(database, { clientAddress: () => 'browser' }).fetch,

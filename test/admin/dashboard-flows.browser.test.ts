@@ -11,8 +11,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
 import { PermanentDeliveryError } from '../../src/core/errors.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
-import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
-import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import {
   type BrowserHarness,
   CHROMIUM_INSTALL_TIMEOUT_MS,
@@ -32,6 +30,7 @@ import {
   shotOf,
   SCREENSHOT_VIEWPORT as VIEWPORT,
 } from '../support/screenshots.js';
+import { loopbackWebhookSender } from '../support/webhook-receiver.js';
 import { ADMIN_TOKEN, KIND, mountAdmin, OTHER_KIND, outbox, statesOf } from './admin-harness.js';
 
 const ORDERING_KEY = 'customer-42';
@@ -245,12 +244,7 @@ async function deliverAfterTwoFailures(): Promise<{
       kind: KIND,
       payload: { url: `${destination}?token=S3CR3T`, body: { order: 7 } },
     });
-    const sender = webhookSender({
-      secret: generateWebhookSecret(),
-      environment: 'development',
-      allowHosts: [`127.0.0.1:${receiver.port}`],
-      resolveHost: false,
-    });
+    const sender = loopbackWebhookSender(receiver.port);
     const store = outbox.store(db);
     const clock = fakeClock();
     for (let drain = 0; drain < 3; drain++) {

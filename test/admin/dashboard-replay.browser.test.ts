@@ -8,9 +8,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
+import type { Sender } from '../../src/core/sender.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
-import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
-import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import {
   type BrowserHarness,
   CHROMIUM_INSTALL_TIMEOUT_MS,
@@ -29,6 +28,7 @@ import {
   SCREENSHOT_VIEWPORT,
   shotOf,
 } from '../support/screenshots.js';
+import { loopbackWebhookSender } from '../support/webhook-receiver.js';
 import { ADMIN_TOKEN, KIND, mountAdmin, OTHER_KIND, outbox, statesOf } from './admin-harness.js';
 
 /** The primary button's blue and the done flash's green (styles.ts). */
@@ -45,7 +45,7 @@ const deliveredKeys: string[] = [];
 let receiver: LoopbackServer | undefined;
 let harness: BrowserHarness | undefined;
 /** One webhook sender, allowed to reach the receiver only, for both kinds. */
-let senders: Record<string, ReturnType<typeof webhookSender>> = {};
+let senders: Record<string, Sender> = {};
 let unavailable: string | undefined;
 
 describe('replay on the dashboard in a browser', () => {
@@ -66,12 +66,7 @@ describe('replay on the dashboard in a browser', () => {
       response.statusCode = 200;
       response.end('ok');
     });
-    const send = webhookSender({
-      secret: generateWebhookSecret(),
-      environment: 'development',
-      allowHosts: [`127.0.0.1:${receiver.port}`],
-      resolveHost: false,
-    });
+    const send = loopbackWebhookSender(receiver.port);
     senders = { [KIND]: send, [OTHER_KIND]: send };
     const app = mountAdmin(database, { kinds: [KIND, OTHER_KIND], clientAddress: () => 'browser' });
     harness = await startBrowserHarness(app.fetch);

@@ -8,11 +8,13 @@ import { drainOnce } from '../../src/core/drain.js';
 import type { MessageRecord } from '../../src/core/outbox-store.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
-import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
-import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import { runOutboxInProcess } from '../cli/outbox-cli.js';
 import { useTestDatabase } from '../support/database.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+import {
+  loopbackWebhookSender,
+  startWebhookReceiver,
+  type WebhookReceiver,
+} from '../support/webhook-receiver.js';
 import { ADMIN_TOKEN, mountAdmin, signIn } from './admin-harness.js';
 
 const database = useTestDatabase();
@@ -34,12 +36,7 @@ beforeAll(async () => {
   await drainOnce({
     store: outbox.store(db),
     senders: {
-      webhook: webhookSender({
-        secret: generateWebhookSecret(),
-        environment: 'development',
-        allowHosts: [`127.0.0.1:${receiver.port}`],
-        resolveHost: false,
-      }),
+      webhook: loopbackWebhookSender(receiver.port),
     },
   });
   id = (await outbox.store(db).getByKey(key))!.id;

@@ -23,11 +23,11 @@ import { type NeonProxy, startNeonProxy } from '../../src/dev/neon-proxy.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
 import { SQS_MESSAGE_KEY_ATTRIBUTE, sqsSender } from '../../src/senders/sqs/index.js';
-import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
 import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import { useTestDatabase } from '../support/database.js';
 import { fakeClock, seededRandom } from '../support/drain-fixtures.js';
 import { DRIVER_NAMES, type DriverName } from '../support/drivers.js';
+import { loopbackWebhookSender } from '../support/webhook-receiver.js';
 import { startScript } from './support/child-process.js';
 import {
   account,
@@ -209,13 +209,7 @@ async function killLane(driver: DriverName, random: () => number) {
   // Whatever the kills left claimed: a drain whose clock is past every lease finishes it.
   const store = outbox.store(db);
   const clock = fakeClock(new Date(Date.now() + LEASE_MS + 1_000));
-  const recovery = webhookSender({
-    secret,
-    environment: 'development',
-    allowHosts: [`127.0.0.1:${ledger.port}`],
-    resolveHost: false,
-    userAgent: 'recovery',
-  });
+  const recovery = loopbackWebhookSender(ledger.port, { secret, userAgent: 'recovery' });
   const recoveryQueue = sqsSender({
     queueUrl: await newQueue(`recovery-${driver}`),
     endpoint: queues.address,

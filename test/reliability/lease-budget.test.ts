@@ -14,11 +14,11 @@ import { drainOnce } from '../../src/core/drain.js';
 import type { Sender } from '../../src/core/sender.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
-import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
 import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import { useTestDatabase } from '../support/database.js';
 import { SHORT_LEASE } from '../support/drain-fixtures.js';
 import { countingExecutor } from '../support/drivers.js';
+import { loopbackWebhookSender } from '../support/webhook-receiver.js';
 import { account, type DeliveryLedger, startDeliveryLedger } from './support/delivery-ledger.js';
 import { recordScenario } from './support/scenario-results.js';
 
@@ -78,13 +78,7 @@ describe.each([
         // Each drain its own executor and user agent, so its requests are counted apart.
         const counted = countingExecutor(db);
         const userAgent = `lease-budget-drain-${drain}`;
-        const sender = webhookSender({
-          secret,
-          userAgent,
-          environment: 'development',
-          allowHosts: [`127.0.0.1:${ledger.port}`],
-          resolveHost: false,
-        });
+        const sender = loopbackWebhookSender(ledger.port, { secret, userAgent });
         const webhook: Sender = async (message, signal, context) => {
           try {
             return await sender(message, signal, context);

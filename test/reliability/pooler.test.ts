@@ -22,12 +22,12 @@ import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { errorCode } from '../../src/drivers/postgres-errors.js';
 import { createOutbox } from '../../src/outbox.js';
 import { startDrainSchedule } from '../../src/runtime/node.js';
-import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
 import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import { type OutboxProcess, startOutbox, webhookDrainEnv } from '../cli/outbox-cli.js';
 import { useTestDatabase } from '../support/database.js';
 import { type PgBouncer, startPgBouncerFor } from '../support/pgbouncer.js';
 import { waitFor } from '../support/wait-for.js';
+import { loopbackWebhookSender } from '../support/webhook-receiver.js';
 import {
   account,
   type Delivery,
@@ -113,13 +113,7 @@ function scheduleOver(db: BatchSqlExecutor, watch: Watch, userAgent: string) {
         purge: (request) => store.purge(request),
       },
       senders: {
-        webhook: webhookSender({
-          secret,
-          environment: 'development',
-          allowHosts: [`127.0.0.1:${ledger.port}`],
-          resolveHost: false,
-          userAgent,
-        }),
+        webhook: loopbackWebhookSender(ledger.port, { secret, userAgent }),
       },
       logger,
       leaseMs: LEASE_MS,

@@ -15,10 +15,9 @@ import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
 import { SES_THROTTLED_RETRY_AFTER_MS } from '../../src/senders/ses/ses-errors.js';
 import { sesSender } from '../../src/senders/ses/ses-sender.js';
-import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
-import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import { useTestDatabase } from '../support/database.js';
 import { fakeClock, seededRandom } from '../support/drain-fixtures.js';
+import { loopbackWebhookSender } from '../support/webhook-receiver.js';
 import { account, type DeliveryLedger, startDeliveryLedger } from './support/delivery-ledger.js';
 import { recordScenario } from './support/scenario-results.js';
 
@@ -157,14 +156,7 @@ describe('providers failing in every way they do', () => {
           defaultFrom: 'Shop <shop@example.com>',
         }),
       ),
-      webhook: timed(
-        webhookSender({
-          secret: generateWebhookSecret(),
-          environment: 'development',
-          allowHosts: [`127.0.0.1:${ledger.port}`],
-          resolveHost: false,
-        }),
-      ),
+      webhook: timed(loopbackWebhookSender(ledger.port)),
     };
     const store = outbox.store(db);
     const options = {

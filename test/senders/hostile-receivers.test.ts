@@ -7,13 +7,13 @@
 import { Buffer } from 'node:buffer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
-import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
 import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import { useTestDatabase } from '../support/database.js';
 import { fakeClock, freshOutbox, recordingSender } from '../support/drain-fixtures.js';
 import { DRIVER_NAMES, useDriver } from '../support/drivers.js';
 import { type LoopbackServer, startLoopbackServer } from '../support/loopback-http.js';
 import { expectStorableAndReadable } from '../support/stored-text.js';
+import { loopbackWebhookSender } from '../support/webhook-receiver.js';
 
 const database = useTestDatabase();
 const secret = generateWebhookSecret();
@@ -106,12 +106,7 @@ describe.each(DRIVER_NAMES)(
     const driver = useDriver(driverName, database);
 
     it('a webhook answered with NUL, invalid UTF-8 or 1 MiB of control characters is retried, then set aside with a readable error, and the healthy webhooks beside it are delivered once', async () => {
-      const sender = webhookSender({
-        secret,
-        environment: 'development',
-        allowHosts: [`127.0.0.1:${receiver.port}`],
-        resolveHost: false,
-      });
+      const sender = loopbackWebhookSender(receiver.port, { secret });
       const { outbox, store, schema } = await freshOutbox(driver);
       const hostilePaths = Object.keys(HOSTILE_BODIES);
       const paths = [...hostilePaths, ...Array.from({ length: HEALTHY }, (_, n) => `/ok/${n}`)];

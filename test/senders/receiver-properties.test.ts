@@ -9,11 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
-import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
-import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import { useTestDatabase } from '../support/database.js';
 import { type LoopbackServer, startLoopbackServer } from '../support/loopback-http.js';
 import { expectStorableAndReadable } from '../support/stored-text.js';
+import { loopbackWebhookSender } from '../support/webhook-receiver.js';
 
 const database = useTestDatabase();
 const MIB = 1024 * 1024;
@@ -67,12 +66,7 @@ describe('webhook receivers answering anything', () => {
   it('every message ends delivered, retried or dead as its status says, never stuck claimed, with a readable error', async () => {
     const outbox = createOutbox({ schema: 'outbox' });
     const executor = pgExecutor(database.pool);
-    const sender = webhookSender({
-      secret: generateWebhookSecret(),
-      environment: 'development',
-      allowHosts: [`127.0.0.1:${receiver.port}`],
-      resolveHost: false,
-    });
+    const sender = loopbackWebhookSender(receiver.port);
     const seen = new Set<string>();
     let run = 0;
     await fc.assert(

@@ -8,11 +8,11 @@ import { drainOnce } from '../../src/core/drain.js';
 import type { Sender } from '../../src/core/sender.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
-import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
 import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import { useTestDatabase } from '../support/database.js';
 import { fakeClock } from '../support/drain-fixtures.js';
 import { type LoopbackServer, startLoopbackServer } from '../support/loopback-http.js';
+import { loopbackWebhookSender } from '../support/webhook-receiver.js';
 
 const database = useTestDatabase();
 const secret = generateWebhookSecret();
@@ -44,13 +44,7 @@ afterAll(async () => {
 describe('webhooks drained through a real database', () => {
   const outbox = createOutbox({ schema: 'outbox' });
   const store = () => outbox.store(pgExecutor(database.pool));
-  const sender = (): Sender =>
-    webhookSender({
-      secret,
-      environment: 'development',
-      allowHosts: [`127.0.0.1:${receiver.port}`],
-      resolveHost: false,
-    });
+  const sender = (): Sender => loopbackWebhookSender(receiver.port, { secret });
 
   async function enqueueTo(path: string) {
     const [key] = await outbox.enqueue(pgExecutor(database.pool), {

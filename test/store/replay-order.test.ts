@@ -7,12 +7,11 @@ import { drainOnce } from '../../src/core/drain.js';
 import { replayMessages } from '../../src/core/replay.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
-import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
-import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import { useTestDatabase } from '../support/database.js';
 import { recordingSender } from '../support/drain-fixtures.js';
 import { type LoopbackServer, startLoopbackServer } from '../support/loopback-http.js';
 import { insertDeadMessages } from '../support/replay-fixtures.js';
+import { loopbackWebhookSender } from '../support/webhook-receiver.js';
 
 const database = useTestDatabase();
 let receiver: LoopbackServer;
@@ -47,12 +46,7 @@ async function setup() {
   const db = pgExecutor(database.pool);
   await outbox.migrate(db);
   const store = outbox.store(db);
-  const sender = webhookSender({
-    secret: generateWebhookSecret(),
-    environment: 'development',
-    allowHosts: [`127.0.0.1:${receiver.port}`],
-    resolveHost: false,
-  });
+  const sender = loopbackWebhookSender(receiver.port);
   /** Enqueues one webhook per name (`orderingKey/n`), ordered by the part before the slash. */
   const enqueue = (names: string[]) =>
     outbox.enqueue(

@@ -19,8 +19,6 @@ import { drainOnce } from '../../src/core/drain.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
 import { SQS_MESSAGE_KEY_ATTRIBUTE, sqsSender } from '../../src/senders/sqs/index.js';
-import { webhookSender } from '../../src/senders/webhook/webhook-sender.js';
-import { generateWebhookSecret } from '../../src/senders/webhook/webhook-signature.js';
 import {
   activeTraceContext,
   drainTracer,
@@ -29,7 +27,11 @@ import {
 import { useTestDatabase } from '../support/database.js';
 import { fakeClock } from '../support/drain-fixtures.js';
 import { type LoopbackServer, startLoopbackServer } from '../support/loopback-http.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+import {
+  loopbackWebhookSender,
+  startWebhookReceiver,
+  type WebhookReceiver,
+} from '../support/webhook-receiver.js';
 
 const database = useTestDatabase();
 const exporter = new InMemorySpanExporter();
@@ -144,16 +146,6 @@ describe('OpenTelemetry context carried through the outbox', () => {
     });
   });
 });
-
-/** A webhook sender to a server on this machine's loopback port, the host not resolved. */
-function loopbackWebhookSender(port: number) {
-  return webhookSender({
-    secret: generateWebhookSecret(),
-    environment: 'development',
-    allowHosts: [`127.0.0.1:${port}`],
-    resolveHost: false,
-  });
-}
 
 /** A standard queue on the in-process SQS server. */
 function createQueue(server: FauxqsServer, name: string): { QueueUrl: string } {

@@ -20,9 +20,9 @@ import { pgExecutor } from '../../../src/drivers/node-pg.js';
 import { isRetryableDatabaseError } from '../../../src/drivers/postgres-errors.js';
 import { postgresJsExecutor } from '../../../src/drivers/postgres-js.js';
 import type { Outbox } from '../../../src/outbox.js';
-import { webhookSender } from '../../../src/senders/webhook/webhook-sender.js';
 import { fakeClock } from '../../support/drain-fixtures.js';
 import type { DriverName } from '../../support/drivers.js';
+import { loopbackWebhookSender } from '../../support/webhook-receiver.js';
 import { type Accounting, account, type DeliveryLedger } from './delivery-ledger.js';
 
 /** A driver as the scenario uses it: drains through `db`, the app writes through `write`. */
@@ -167,11 +167,8 @@ export async function runWithFaults(options: FaultRunOptions): Promise<FaultRunR
   /** Keys of sends cut by their timeout: the receiver may have taken them anyway. */
   const timedOut = new Set<string>();
   const sender = (agent: string): Sender => {
-    const webhook = webhookSender({
+    const webhook = loopbackWebhookSender(ledger.port, {
       secret: options.secret,
-      environment: 'development',
-      allowHosts: [`127.0.0.1:${ledger.port}`],
-      resolveHost: false,
       userAgent: agent,
     });
     return async (message, signal, context) => {
