@@ -107,7 +107,8 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
   // Unfinished, due (or its lease passed), of a kind this drain sends. `at`: the alias of a
   // claim_now row the query joins in, read as columns (see KeyedRunsParts.claimable).
   const due = (a: string, at?: string) => {
-    const [dueBy, sent] = [claimNow('now', at), claimNow('kinds', at)];
+    const dueBy = claimNow('now', at);
+    const sent = claimNow('kinds', at);
     return `${a}.delivered_at IS NULL AND ${a}.dead_at IS NULL
       AND ${a}.due_at <= ${dueBy}
       AND (${a}.state = 'pending' OR (${a}.state = 'claimed' AND ${a}.lease_expires_at <= ${dueBy}))
