@@ -25,6 +25,31 @@ import { dead, delivered, retry, type Settlement } from './settlement.js';
 const DEADLINE_STEP_MS = 1;
 
 /**
+ * Lifts the listener limit of a signal that the sends of one deadline step share, where the
+ * runtime has one. Senders listen to it (the AWS SDK's calls do, per attempt), and past 10
+ * listeners Node printed `MaxListenersExceededWarning: Possible EventTarget memory leak
+ * detected` for the signal of a busy step: SES at 40 lanes (test/senders/send-signals.test.ts).
+ * The listeners end with their sends. Node's `events.setMaxListeners`, read through `process.getBuiltinModule` so the core
+ * imports nothing of Node's and bundles for Workers as before; tried once on a signal of its
+ * own, so a runtime whose signals it does not take (or that has none of it) is left alone.
+ */
+const liftListenerLimit = listenerLimitLifter();
+
+function listenerLimitLifter(): ((signal: AbortSignal) => void) | undefined {
+  type Events = { setMaxListeners?: (count: number, ...targets: EventTarget[]) => void };
+  try {
+    const node = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } })
+      .process;
+    const set = (node?.getBuiltinModule?.('node:events') as Events | undefined)?.setMaxListeners;
+    if (typeof set !== 'function') return undefined;
+    set(0, new AbortController().signal);
+    return (signal) => set(0, signal);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * The send timeouts of one drain, on one timer: armed for the oldest send still in flight and,
  * when it fires, cutting loose every send past its time and re-arming for the next. Every send
  * has the same timeout, so the oldest started is the first due. A timer per send cost a
@@ -51,7 +76,9 @@ export class SendTimeouts {
     const expiresAt =
       Math.ceil((performance.now() + this.#timeoutMs) / DEADLINE_STEP_MS) * DEADLINE_STEP_MS;
     if (this.#newest?.expiresAt !== expiresAt) {
-      this.#newest = { expiresAt, controller: new AbortController() };
+      const controller = new AbortController();
+      liftListenerLimit?.(controller.signal);
+      this.#newest = { expiresAt, controller };
     }
     const send: InFlightSend = {
       id: this.#nextId++,
