@@ -32,11 +32,9 @@ export function writesOwed(run: DrainRun): number {
  * `rowsPerSend` rows a send (see rowsPerSend in resolved-settings.ts).
  */
 export function sendsAffordable(run: DrainRun): number {
-  const { subrequestBudget, rowsPerSend } = run.settings;
+  const { rowsPerSend } = run.settings;
   return (
-    subrequestBudget -
-    spent(run) -
-    writesOwed(run) -
+    budgetLeft(run) -
     Math.ceil(run.queue.length / rowsPerSend) -
     Math.ceil(run.rowsOnWire / rowsPerSend)
   );
