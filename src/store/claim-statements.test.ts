@@ -33,6 +33,15 @@ describe('a due claim names its shape in a comment it ends with', () => {
     expect(texts({ limit: 100, share: 5, after: false })).not.toBe(walk);
   });
 
+  it('a walk of first shares only is a text of its own, without second shares or the caught-up test', () => {
+    const texts = claimStatements('"outbox"');
+    const whole = texts({ limit: 100, share: 10, after: true });
+    const shares = texts({ limit: 100, share: 10, after: true, sharesOnly: true });
+    expect([whole.includes('keyed_more'), whole.includes('AS caught_up')]).toEqual([true, true]);
+    expect([shares.includes('keyed_more'), shares.includes('caught_up')]).toEqual([false, false]);
+    expect(dueClaimNamed(shares)).toEqual({ keyed: 'walk', after: true });
+  });
+
   it('no other statement reads as one: the claim by key, the settles', () => {
     const statements = outboxStatements('"outbox"');
     expect(dueClaimNamed(statements.claimMessagesByKey)).toBeUndefined();

@@ -253,7 +253,7 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
   if (target === 'keys') return `${ctes}${update}`;
   const flags =
     runsGoOn !== undefined
-      ? keyedClaimFlags(target.limit, runsGoOn, messages)
+      ? keyedClaimFlags(target, runsGoOn, messages)
       : heldBack !== undefined
         ? `(${firstKeyStatement(messages)}) IS NULL AS keyless, ${heldBack} AS held_back`
         : `(${firstKeyStatement(messages)}) IS NOT NULL AS keyed_waiting`;
@@ -314,7 +314,7 @@ function keyedRuns(
       parameter: (name) => dueParameter(shape, name),
       unkeyedCount: '(SELECT count(*) FROM unkeyed)',
     },
-    { limit, share },
+    { limit, share, moreShares: shape.sharesOnly !== true },
   );
   // Every unkeyed row and every key's first share sort before any key's second share; in a
   // share, by due time (a run by its head's). A key's rows stay in run order, so the cut at the
@@ -343,15 +343,15 @@ function keyedRuns(
  * What a keyed due claim says beside its rows (on every row alike): walk_key, where the next
  * walk starts; continued, each run that continues a held run as its first row's id and the held
  * run's last row's, `first last`, comma separated (text, as every driver reads it alike);
- * caught_up (see caughtUp); keyless, no message with an ordering key is unfinished, so the next
- * claims may leave keyed rows out. (An unkeyed claim says keyed_waiting instead: one is.)
+ * caught_up (see caughtUp; not a walk of first shares only); keyless, no keyed message is
+ * unfinished, so the next claims may leave keyed rows out (an unkeyed claim says keyed_waiting).
  */
-function keyedClaimFlags(limit: number, runsGoOn: string, messages: string): string {
+function keyedClaimFlags(shape: DueClaimShape, runsGoOn: string, messages: string): string {
+  const caught = shape.sharesOnly ? '' : `\n    ${caughtUp(shape.limit, runsGoOn)} AS caught_up,`;
   return `
     (SELECT k FROM locked_runs ORDER BY step DESC LIMIT 1) AS walk_key,
     (SELECT string_agg(id || ' ' || behind, ',') FROM locked_runs
-      WHERE behind IS NOT NULL) AS continued,
-    ${caughtUp(limit, runsGoOn)} AS caught_up,
+      WHERE behind IS NOT NULL) AS continued,${caught}
     (${firstKeyStatement(messages)}) IS NULL AS keyless`;
 }
 

@@ -60,9 +60,9 @@ export interface KeyedRunsParts {
 export function keyedRunsStatement(
   messages: string,
   parts: KeyedRunsParts,
-  shape: { limit: number; share: number },
+  shape: { limit: number; share: number; moreShares: boolean },
 ): { walk: string; lockRuns: string; runsGoOn: string } {
-  const { limit, share } = shape;
+  const { limit, share, moreShares } = shape;
   const { claimable, parameter } = parts;
   // Where a key's order runs: its unfinished rows, dead ones left out where a dead head does not
   // block the rows behind it, read in (ordering_key, id) order from messages_ordering_unfinished.
@@ -128,6 +128,18 @@ export function keyedRunsStatement(
       FROM (SELECT (SELECT h.last FROM held h
         WHERE h.k = s.k AND s.id BETWEEN h.first AND h.last AND NOT s.open) AS last) t
       OFFSET 0) r`;
+  // Second shares (see above): only where the walk's shape asks for them.
+  const keyedMore = `  keyed_more AS (
+    SELECT w.step, w.k, w.head_due, e.id, ${share} + e.ord AS ord, NULL::bigint AS behind
+    FROM walk w CROSS JOIN claim_now cn
+    CROSS JOIN LATERAL (
+      SELECT x.id, row_number() OVER (ORDER BY x.id) AS ord
+      FROM (${followers('w.k', `w.ids[${share}]`, String(limit - share), 'cn')}) x) e
+    WHERE (SELECT max(total) FROM walk) + ${parts.unkeyedCount} < ${limit}
+      AND cardinality(w.ids) = ${share}
+      AND (SELECT l.attempts < l.max_attempts FROM ${messages} l WHERE l.id = w.ids[${share}])
+  ),
+`;
   const walkStart = `${parameter('walkStart')}::text`;
   // The walk starts from a row of its own (step 0, no run) at walkStart, so each step, the first
   // too, is the recursive term's: one copy of the descent, the test and the run to plan. A walk
@@ -157,21 +169,15 @@ export function keyedRunsStatement(
     WHERE (w.total < ${limit} OR cardinality(w.ids) > 0)
       AND (NOT s.wrapped OR ${walkStart} IS NULL OR s.k <= ${walkStart})
   ),
-  keyed_more AS (
-    SELECT w.step, w.k, w.head_due, e.id, ${share} + e.ord AS ord, NULL::bigint AS behind
-    FROM walk w CROSS JOIN claim_now cn
-    CROSS JOIN LATERAL (
-      SELECT x.id, row_number() OVER (ORDER BY x.id) AS ord
-      FROM (${followers('w.k', `w.ids[${share}]`, String(limit - share), 'cn')}) x) e
-    WHERE (SELECT max(total) FROM walk) + ${parts.unkeyedCount} < ${limit}
-      AND cardinality(w.ids) = ${share}
-      AND (SELECT l.attempts < l.max_attempts FROM ${messages} l WHERE l.id = w.ids[${share}])
-  ),
-  keyed AS (
+${moreShares ? keyedMore : ''}  keyed AS (
     SELECT w.step, w.k, w.head_due, u.id, u.ord, CASE WHEN u.ord = 1 THEN w.behind END AS behind
-    FROM walk w CROSS JOIN LATERAL unnest(w.ids) WITH ORDINALITY u(id, ord)
+    FROM walk w CROSS JOIN LATERAL unnest(w.ids) WITH ORDINALITY u(id, ord)${
+      moreShares
+        ? `
     UNION ALL
-    SELECT step, k, head_due, id, ord, behind FROM keyed_more
+    SELECT step, k, head_due, id, ord, behind FROM keyed_more`
+        : ''
+    }
   ),`;
   // The keyed rows `chosen` took, locked (SKIP LOCKED) and re-checked on their newest version,
   // kept only as an unbroken run from the key's head: a row is kept when every row of its run up

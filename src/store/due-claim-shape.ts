@@ -44,6 +44,14 @@ export interface DueClaimShape {
    * Default false.
    */
   answersWhenEmpty?: boolean;
+  /**
+   * A walk that takes each key's first share and no more (no second shares when the keys fall
+   * short of the limit), and does not say whether it caught up: the walk for a backlog deep in
+   * more keys than a claim fills at a share each, where neither would act, and whose plan is
+   * smaller without them (see nextSharesOnly, due-claim.ts). Coming back short, it is
+   * partial. Default false.
+   */
+  sharesOnly?: boolean;
 }
 
 /**
@@ -138,10 +146,11 @@ export function dueClaimParameters(
  */
 const DUE_CLAIM_MARK = 'outbox-relay due claim:';
 
-/** A due claim's shape as its text's last comment names it: `heads after 100/10`. */
+/** A due claim's shape as its text's last comment names it: `walk after shares 100/10`. */
 export function dueClaimName(shape: DueClaimShape): string {
-  const { limit, share, after, probe = false, keyed = 'walk', answersWhenEmpty = false } = shape;
-  return `${keyed}${after ? ' after' : ''}${probe ? ' probe' : ''}${answersWhenEmpty ? ' answers' : ''} ${limit}/${share}`;
+  const { limit, share, after, probe = false, keyed = 'walk' } = shape;
+  const { answersWhenEmpty = false, sharesOnly = false } = shape;
+  return `${keyed}${after ? ' after' : ''}${probe ? ' probe' : ''}${answersWhenEmpty ? ' answers' : ''}${sharesOnly ? ' shares' : ''} ${limit}/${share}`;
 }
 
 /**

@@ -15,7 +15,6 @@ import type {
   HeldRun,
   OutboxStore,
 } from '../../src/core/outbox-store.js';
-import { delivered } from '../../src/core/settlement.js';
 import type { Outbox } from '../../src/outbox.js';
 import { HEADS_WINDOW_PER_ROW } from '../../src/store/claim-heads.js';
 import { dueClaimNamed } from '../../src/store/due-claim-shape.js';
@@ -25,6 +24,7 @@ import {
   claimRequest,
   freshOutbox,
   recordingSender,
+  settleDelivered,
   walkKeysNext,
   watchedExecutor,
 } from '../support/drain-fixtures.js';
@@ -104,17 +104,12 @@ async function walkThenNext(
  * keyed message is unfinished.
  */
 async function deliverAll(store: OutboxStore, ...claims: ClaimResult[]): Promise<void> {
-  const deliver = (result: ClaimResult) =>
-    store.settle(
-      result.claimed.map((message) => ({ message, settlement: delivered() })),
-      new Date(),
-    );
-  for (const claim of claims) await deliver(claim);
+  for (const claim of claims) await settleDelivered(store, claim.claimed);
   let resumeAt = claims.at(-1)?.resumeAt;
   for (let n = 0; n < 20; n++) {
     const result = await store.claim(claimOf10({ resumeAt }));
     if (result.claimed.length === 0) break;
-    await deliver(result);
+    await settleDelivered(store, result.claimed);
     resumeAt = result.resumeAt;
   }
 }
@@ -171,10 +166,7 @@ describe('claims taking heads', () => {
     expect(ways.at(-1)).toBe('heads');
     expect(taken(heads)).toEqual(keys.slice(12, 22));
     // Once key-00's first is delivered, its second is a head like any other.
-    await store.settle(
-      kicked.claimed.map((message) => ({ message, settlement: delivered() })),
-      new Date(),
-    );
+    await settleDelivered(store, kicked.claimed);
     const next = await store.claim(claimOf10({ resumeAt: heads.resumeAt }));
     expect(ways.at(-1)).toBe('heads');
     expect(taken(next)[0]).toBe(keys[1]);

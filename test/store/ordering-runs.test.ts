@@ -3,7 +3,6 @@ import { drainOnce } from '../../src/core/drain.js';
 import type { DrainResume } from '../../src/core/drain-settings.js';
 import { RetryableDeliveryError } from '../../src/core/errors.js';
 import type { ClaimedMessage } from '../../src/core/outbox-store.js';
-import { delivered } from '../../src/core/settlement.js';
 import type { NewMessage } from '../../src/index.js';
 import { positionOf, positionText } from '../../src/store/claim-position.js';
 import { useTestDatabase } from '../support/database.js';
@@ -11,6 +10,7 @@ import {
   claimRequest,
   freshOutbox,
   recordingSender,
+  settleDelivered,
   sleep,
   walkKeysNext,
 } from '../support/drain-fixtures.js';
@@ -75,6 +75,40 @@ describe('the claim of ordering keys as runs', () => {
     // Shares of 4 in turns: 4 each, 4 each again, then the last 6 to the keys in walk order.
     const few = await secondStore.claim(claimRequest({ limit: 30, keyShare: 4 }));
     expect([...rowsPerKey(few.claimed).values()]).toEqual([12, 10, 8]);
+  });
+
+  it('after a walk its keys filled at a share each, takes first shares only, says a short one is partial, and walks whole after it', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    await outbox.enqueue(driver.db, keyed(4, 10));
+    await walkKeysNext(store);
+    // Four keys at a share of 2 fill a claim of 8.
+    const first = await store.claim(claimRequest({ limit: 8, keyShare: 2 }));
+    expect([...rowsPerKey(first.claimed).values()]).toEqual([2, 2, 2, 2]);
+    await settleDelivered(store, first.claimed);
+    // Asked for more than four shares, the next walk takes a share of each key and no second,
+    // and, short, says it looked at only some of what was due.
+    const shares = await store.claim(claimRequest({ limit: 12, keyShare: 2 }));
+    expect([...rowsPerKey(shares.claimed).values()]).toEqual([2, 2, 2, 2]);
+    expect(shares.partial).toBe(true);
+    await settleDelivered(store, shares.claimed);
+    // The walk after it is whole: second shares where the first fall short.
+    const whole = await store.claim(claimRequest({ limit: 12, keyShare: 2 }));
+    expect(whole.claimed).toHaveLength(12);
+    expect(whole.partial).toBeUndefined();
+  });
+
+  it('walks whole after a walk that gave a key more than its share, however many keys it took', async () => {
+    const { outbox, store } = await freshOutbox(driver);
+    // Nine keys of one message each, and one deep key.
+    await outbox.enqueue(driver.db, [...keyed(9, 1, 'short'), ...keyed(1, 40, 'deep')]);
+    await walkKeysNext(store);
+    // Ten keys at a share of 2 would fill a claim of 20, but the nine have one each: the deep
+    // key's second shares fill it.
+    const first = await store.claim(claimRequest({ limit: 20, keyShare: 2 }));
+    expect(rowsPerKey(first.claimed).get('deep-0')).toBe(11);
+    await settleDelivered(store, first.claimed);
+    const next = await store.claim(claimRequest({ limit: 20, keyShare: 2 }));
+    expect(Object.fromEntries(rowsPerKey(next.claimed))).toEqual({ 'deep-0': 20 });
   });
 
   it('merges unkeyed rows in due order with the runs, and one deep key takes no more than its share', async () => {
@@ -285,10 +319,7 @@ describe('the claim of ordering keys as runs', () => {
     const skipping = await store.claim(claimRequest({ limit: 10, deadHeadBlocks: false }));
     expect(skipping.claimed.map((message) => message.key)[0]).toBe(second);
     expect(skipping.claimed).toHaveLength(2);
-    await store.settle(
-      skipping.claimed.map((message) => ({ message, settlement: delivered() })),
-      new Date(),
-    );
+    await settleDelivered(store, skipping.claimed);
   });
 
   it('walks on past a key left with dead messages only, where dead heads do not block', async () => {

@@ -1,9 +1,10 @@
 /** Fixtures for drain tests: a movable clock, seeded randomness, recording senders. */
 
 import type { DrainOptions, DrainReport, StopReason } from '../../src/core/drain-settings.js';
-import type { ClaimRequest, OutboxStore } from '../../src/core/outbox-store.js';
+import type { ClaimedMessage, ClaimRequest, OutboxStore } from '../../src/core/outbox-store.js';
 import type { Clock, SqlExecutor } from '../../src/core/ports.js';
 import type { OutboundMessage, Sender } from '../../src/core/sender.js';
+import { delivered } from '../../src/core/settlement.js';
 import { createOutbox, type Outbox, type OutboxOptions } from '../../src/outbox.js';
 import type { PostgresOutboxStore } from '../../src/store/postgres-store.js';
 import type { Driver } from './drivers.js';
@@ -148,6 +149,14 @@ export function claimRequest(overrides: Partial<ClaimRequest> = {}): ClaimReques
     kinds: ['test.kind'],
     ...overrides,
   };
+}
+
+/** Records every message of `claimed` as delivered, now. */
+export function settleDelivered(store: OutboxStore, claimed: readonly ClaimedMessage[]) {
+  return store.settle(
+    claimed.map((message) => ({ message, settlement: delivered() })),
+    new Date(),
+  );
 }
 
 /**
