@@ -22,13 +22,17 @@ describe('a due claim names its shape in a comment it ends with', () => {
     const text = claimStatements('"outbox"')(shape);
     // Last, where pg_stat_statements keeps it.
     expect(text.trimEnd().endsWith('*/')).toBe(true);
-    expect(dueClaimNamed(text)).toEqual({ keyed: shape.keyed, after: shape.after });
+    expect(dueClaimNamed(text)).toEqual({
+      keyed: shape.keyed,
+      after: shape.after,
+      sharesOnly: false,
+    });
   });
 
   it('one text per shape, the walk where none is named', () => {
     const texts = claimStatements('"outbox"');
     const walk = texts({ limit: 100, share: 10, after: false });
-    expect(dueClaimNamed(walk)).toEqual({ keyed: 'walk', after: false });
+    expect(dueClaimNamed(walk)).toEqual({ keyed: 'walk', after: false, sharesOnly: false });
     expect(texts({ limit: 100, share: 10, after: false, keyed: 'walk' })).toBe(walk);
     expect(texts({ limit: 100, share: 5, after: false })).not.toBe(walk);
   });
@@ -39,7 +43,7 @@ describe('a due claim names its shape in a comment it ends with', () => {
     const shares = texts({ limit: 100, share: 10, after: true, sharesOnly: true });
     expect([whole.includes('keyed_more'), whole.includes('AS caught_up')]).toEqual([true, true]);
     expect([shares.includes('keyed_more'), shares.includes('caught_up')]).toEqual([false, false]);
-    expect(dueClaimNamed(shares)).toEqual({ keyed: 'walk', after: true });
+    expect(dueClaimNamed(shares)).toEqual({ keyed: 'walk', after: true, sharesOnly: true });
   });
 
   it('no other statement reads as one: the claim by key, the settles', () => {

@@ -155,17 +155,19 @@ export function dueClaimName(shape: DueClaimShape): string {
 
 /**
  * The shape of the due claim whose text this is, as far as the comment it ends with names it
- * (see DUE_CLAIM_MARK): how it takes rows with an ordering key, and whether it reads a cursor.
- * Undefined for any other statement.
+ * (see DUE_CLAIM_MARK): how it takes rows with an ordering key, whether it reads a cursor, and
+ * whether it is a walk of first shares only. Undefined for any other statement.
  */
-export function dueClaimNamed(text: string): { keyed: KeyedRows; after: boolean } | undefined {
+export function dueClaimNamed(
+  text: string,
+): { keyed: KeyedRows; after: boolean; sharesOnly: boolean } | undefined {
   const opening = `/* ${DUE_CLAIM_MARK} `;
   const at = text.lastIndexOf(opening);
   if (at < 0) return undefined;
   const words = text.slice(at + opening.length).split(' ');
   const keyed = words[0];
   if (keyed !== 'walk' && keyed !== 'heads' && keyed !== 'none') return undefined;
-  return { keyed, after: words[1] === 'after' };
+  return { keyed, after: words[1] === 'after', sharesOnly: words.includes('shares') };
 }
 
 /** The comment a due claim's text ends with (see DUE_CLAIM_MARK). */

@@ -119,7 +119,10 @@ interface KillRun {
   killed: boolean;
   /** Keys this process recorded as delivered before it died. */
   settled: Set<string>;
-  /** How each of its due claims took keyed rows, in order ("way" lines). */
+  /**
+   * How each of its due claims took keyed rows, in order ("way" lines): `heads`, `walk`,
+   * `walk shares` (a walk of first shares only), `none`.
+   */
   ways: string[];
 }
 
@@ -315,7 +318,7 @@ describe('drain processes SIGKILLed at random moments', () => {
       runs: runs.length,
       messages: committed.length,
       faults: kills,
-      injected: `SIGKILL after claim, mid-send, after send, mid-settle; half webhooks, half SQS batches (${queued.length} queue copies); ${ORDERING_KEYS} ordering keys per driver and destination, per-key order checked at each receiver (${passedAhead.length} out of order); due claims ${claimWays('heads').length} taking heads, ${claimWays('walk').length} walking the keys, ${claimWays('none').length} without keyed rows`,
+      injected: `SIGKILL after claim, mid-send, after send, mid-settle; half webhooks, half SQS batches (${queued.length} queue copies); ${ORDERING_KEYS} ordering keys per driver and destination, per-key order checked at each receiver (${passedAhead.length} out of order); due claims ${claimWays('heads').length} taking heads, ${claimWays('walk').length} walking the keys and ${claimWays('walk shares').length} walking them for first shares only, ${claimWays('none').length} without keyed rows`,
       lost: result.lost.length,
       duplicated: result.extraDeliveries,
       rolledBackSent: result.rolledBackSent.length,
