@@ -47,9 +47,9 @@ export interface DueClaimShape {
   /**
    * A walk that takes each key's first share and no more (no second shares when the keys fall
    * short of the limit), and does not say whether it caught up: the walk for a backlog deep in
-   * more keys than a claim fills at a share each, where neither would act, and whose plan is
-   * smaller without them (see nextSharesOnly, due-claim.ts). Coming back short, it is
-   * partial. Default false.
+   * as many keys as fill a claim at a share each, where neither would act, and whose plan is
+   * smaller without them (see nextSharesOnly, due-claim.ts). Coming back short, it is partial.
+   * Default false.
    */
   sharesOnly?: boolean;
 }

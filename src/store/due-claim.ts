@@ -22,7 +22,9 @@
  *
  * The walk pays for every key it visits, which over many keys with a few messages each is most
  * of the claim: there a claim taking heads costs about what an unkeyed one does (nextKeyed says
- * when). A claim taking heads that its window held back is `partial` too.
+ * when). A claim taking heads that its window held back is `partial` too. Over as many deep
+ * keys as fill a claim at a share each, the walks leave out what only a walk that falls short
+ * needs (nextSharesOnly).
  *
  * A store's first claim goes by what the last claim over its schema in this process did (none
  * yet: without keyed rows). A cron invocation builds a store per tick, so an idle outbox's tick
@@ -278,10 +280,9 @@ export class DueClaims {
  * of each key, took as many keys as fill a claim at a share each. The next walk over such a
  * backlog takes no second shares (they come only when the first fall short) and is seldom
  * caught up (only when every key it took ends at its share), and its plan is smaller without
- * the tests for either:
- * over 10 keys x 500, 1.04x the rate at 0.96x the server CPU per message (docs/benchmarks.md,
- * "Walks of first shares only"). Coming back short, it is partial, and the walk after it is
- * whole again.
+ * the tests for either: over 10 keys x 500, 0.95x the server CPU per message and 1.02x to 1.04x
+ * the rate (docs/benchmarks.md, "Walks of first shares only"). Coming back short, it is
+ * partial, and the walk after it is whole again.
  */
 function nextSharesOnly(shape: DueClaimShape, rows: readonly ClaimedRow[]): boolean {
   if (shape.keyed !== 'walk' || rows.length < shape.limit) return false;
