@@ -29,9 +29,10 @@ const DEADLINE_STEP_MS = 1;
  * runtime has one. Senders listen to it (the AWS SDK's calls do, per attempt), and past 10
  * listeners Node printed `MaxListenersExceededWarning: Possible EventTarget memory leak
  * detected` for the signal of a busy step: SES at 40 lanes (test/senders/send-signals.test.ts).
- * The listeners end with their sends. Node's `events.setMaxListeners`, read through `process.getBuiltinModule` so the core
- * imports nothing of Node's and bundles for Workers as before; tried once on a signal of its
- * own, so a runtime whose signals it does not take (or that has none of it) is left alone.
+ * The listeners end with their sends. Node's `events.setMaxListeners`, read through
+ * `process.getBuiltinModule` so the core imports nothing of Node's and bundles for Workers as
+ * before; tried once on a signal of its own, so a runtime whose signals it does not take (or
+ * that has none of it) is left alone.
  */
 const liftListenerLimit = listenerLimitLifter();
 

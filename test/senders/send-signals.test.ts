@@ -3,13 +3,11 @@
  * drain must not make Node warn of a listener leak when more of them listen to it than Node's
  * default of 10, as every fetch and every AWS SDK call does.
  */
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import sesLocalModule from 'aws-ses-v2-local';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
 import type { DrainReport } from '../../src/core/drain-settings.js';
 import type { Sender } from '../../src/core/sender.js';
+import { startLocalSes } from '../../src/dev/local-ses.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import { createOutbox } from '../../src/outbox.js';
 import { sesSender } from '../../src/senders/ses/index.js';
@@ -79,18 +77,12 @@ describe('sends in flight together', () => {
   });
 
   it('make Node warn of no listener leak on the signal they share: SES through the AWS SDK', async () => {
-    const moduleValue = sesLocalModule as unknown as {
-      default?: typeof sesLocalModule;
-    } & typeof sesLocalModule;
-    const emulator: Server = await (moduleValue.default ?? moduleValue)({
-      host: '127.0.0.1',
-      port: 0,
-    });
+    const ses = await startLocalSes();
     try {
       const send = sesSender({
         region: 'us-east-1',
         credentials: { accessKeyId: 'AKIDLOCALTEST', secretAccessKey: 'local-test-secret' },
-        endpoint: `http://127.0.0.1:${(emulator.address() as AddressInfo).port}`,
+        endpoint: ses.url,
         defaultFrom: 'Acme <no-reply@acme.example>',
       });
       const payloads = Array.from({ length: 200 }, (_, index) => ({
@@ -107,8 +99,7 @@ describe('sends in flight together', () => {
       expect(report.delivered).toBe(200);
       expect(warnings).toEqual([]);
     } finally {
-      emulator.closeAllConnections();
-      await new Promise((resolve) => emulator.close(resolve));
+      await ses.close();
     }
   });
 });

@@ -3,9 +3,6 @@
  * small loopback servers speaking the SES query protocol (real SES XML bodies) to capture the
  * raw MIME and to play back SES's errors. The real @aws-sdk/client-ses makes every request.
  */
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import sesLocalModule from 'aws-ses-v2-local';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   isPermanentDeliveryError,
@@ -15,6 +12,7 @@ import {
 } from '../../src/core/errors.js';
 import type { JsonValue } from '../../src/core/message.js';
 import type { Sender } from '../../src/core/sender.js';
+import { type LocalSes, startLocalSes } from '../../src/dev/local-ses.js';
 import {
   SES_BLOCKED_RETRY_AFTER_MS,
   SES_THROTTLED_RETRY_AFTER_MS,
@@ -67,22 +65,16 @@ async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {
 }
 
 describe('sesSender with the aws-ses-v2-local emulator', () => {
-  let emulator: Server;
+  let emulator: LocalSes;
   let emulatorUrl: string;
 
   beforeAll(async () => {
-    // CommonJS with `exports.default`: the default import is either the function or the module.
-    const moduleValue = sesLocalModule as unknown as {
-      default?: typeof sesLocalModule;
-    } & typeof sesLocalModule;
-    const startEmulator = moduleValue.default ?? moduleValue;
-    emulator = await startEmulator({ host: '127.0.0.1', port: 0 });
-    emulatorUrl = `http://127.0.0.1:${(emulator.address() as AddressInfo).port}`;
+    emulator = await startLocalSes();
+    emulatorUrl = emulator.url;
   });
 
   afterAll(async () => {
-    emulator.closeAllConnections();
-    await new Promise((resolve) => emulator.close(resolve));
+    await emulator.close();
   });
 
   it('delivers an email whose recipients, subject and bodies arrive intact', async () => {
