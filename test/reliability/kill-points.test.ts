@@ -1,6 +1,7 @@
 /**
  * Kill points: real drain processes over each driver, SIGKILLed at random moments (after a
- * claim, mid-send, after a send before its settle, mid-settle) while new messages keep coming.
+ * claim, mid-send, after a send before its settle, mid-settle, right after a claim taking keys'
+ * heads) while new messages keep coming.
  * Afterwards a drain with a clock past every lease finishes the work. Every committed message
  * is delivered; a message goes out twice only when the process that first sent it was killed
  * before recording it, and both times under the same key. Most messages carry one of a few
@@ -44,8 +45,8 @@ const MESSAGES_PER_RUN = 8;
 /**
  * Ordering keys per driver and destination: 6 of each run's 8 messages carry one, three per
  * destination, each run's three the next three keys in turn; 2 carry none. A backlog then spans
- * many keys of a message or two, so the drains take keys' heads in due order as well as walking
- * the keys (src/store/due-claim.ts), and each key gets a message every fourth run.
+ * many keys of a message or two, and each key gets a message every fourth run. Runs killed after
+ * a claim taking heads give their 6 keyed messages keys of their own instead (headsRunKey).
  */
 const ORDERING_KEYS = 12;
 /** The kind the drains send in batches, to SQS; the others are webhooks. */
@@ -53,7 +54,7 @@ const QUEUE_KIND = 'queue.event';
 const SQS_REGION = 'us-east-1';
 const SQS_CREDENTIALS = { accessKeyId: 'AKIDKILLPOINTS', secretAccessKey: 'kill-points-secret' };
 const LEASE_MS = 4_000;
-const KILL_POINTS = ['after-claim', 'mid-send', 'after-send', 'mid-settle'] as const;
+const KILL_POINTS = ['after-claim', 'mid-send', 'after-send', 'mid-settle', 'after-heads'] as const;
 type KillPoint = (typeof KILL_POINTS)[number];
 /** The line a process prints as it reaches each point. */
 const MARKER: Record<KillPoint, string> = {
@@ -61,7 +62,21 @@ const MARKER: Record<KillPoint, string> = {
   'mid-send': 'sending ',
   'after-send': 'sent ',
   'mid-settle': 'settling ',
+  // The first claim to come back after one went out taking heads (its "way heads" line).
+  'after-heads': 'claimed ',
 };
+
+/**
+ * The ordering key of keyed message `n` of a run killed after a claim taking heads: a key of its
+ * own, sorting before every other key of its lane. Without these, whether a drain takes heads
+ * at all hangs on what earlier kills left leased, and a lane's 17 runs could end with none
+ * killed after such a claim. With them it is how the claim is built (src/store/due-claim.ts):
+ * a new process claims first without keyed rows, then walks from the first key, so its walk
+ * takes 5 of these 6 keys, a row each, comes back full with more keys than its rows fill at a
+ * share each, and the next claim takes heads.
+ */
+const headsRunKey = (driver: DriverName, index: number, n: number) =>
+  `${driver}/a-heads/${index}/${n}`;
 
 const database = useTestDatabase();
 const secret = generateWebhookSecret();
@@ -140,11 +155,12 @@ async function killLane(driver: DriverName, random: () => number) {
     const kinds = Array.from({ length: MESSAGES_PER_RUN }, (_, n) =>
       n % 2 === 0 ? 'webhook' : QUEUE_KIND,
     );
-    const orderingKeys = kinds.map((kind, n) =>
-      n < MESSAGES_PER_RUN - 2
-        ? `${driver}/${kind}/${(3 * index + Math.floor(n / 2)) % ORDERING_KEYS}`
-        : undefined,
-    );
+    const point = KILL_POINTS[index % KILL_POINTS.length]!;
+    const orderingKeys = kinds.map((kind, n) => {
+      if (n >= MESSAGES_PER_RUN - 2) return undefined;
+      if (point === 'after-heads') return headsRunKey(driver, index, n);
+      return `${driver}/${kind}/${(3 * index + Math.floor(n / 2)) % ORDERING_KEYS}`;
+    });
     const keys = await outbox.enqueue(
       db,
       orderingKeys.map((orderingKey, n) => ({
@@ -165,11 +181,11 @@ async function killLane(driver: DriverName, random: () => number) {
       const orderingKey = orderingKeys[n];
       if (orderingKey) orderingKeyOf.set(key, orderingKey);
     });
-    const point = KILL_POINTS[index % KILL_POINTS.length]!;
     // Which occurrence of the marker, and a few ms after it: a random moment near the point.
     // After-claim kills take the first claim, before anything was sent; a later claim is a
     // prefetch made while the previous batch sends, so a kill there is a mid-send kill.
-    const occurrence = point === 'after-claim' ? 1 : 1 + Math.floor(random() * 3);
+    const occurrence =
+      point === 'after-claim' || point === 'after-heads' ? 1 : 1 + Math.floor(random() * 3);
     const delayMs = Math.floor(random() * 4);
     const queueName = `kill-${driver}-${index}`;
     const queueUrl = await newQueue(queueName);
@@ -185,7 +201,10 @@ async function killLane(driver: DriverName, random: () => number) {
       SQS_QUEUE_URL: queueUrl,
     });
     let seen = 0;
+    let headsOut = false;
     child.onLine((line) => {
+      if (line === 'way heads') headsOut = true;
+      if (point === 'after-heads' && !headsOut) return;
       if (!line.startsWith(MARKER[point])) return;
       seen += 1;
       if (seen === occurrence) setTimeout(() => child.kill(), delayMs);
@@ -274,18 +293,18 @@ describe('drain processes SIGKILLed at random moments', () => {
     ]);
     expect(passedAhead).toEqual([]);
     // Over every driver, processes were killed after claims of both ways of taking keyed rows:
-    // keys' heads in due order, and the walk of the keys (src/store/due-claim.ts).
-    const killedAfter = (lane: (typeof lanes)[number], way: string) =>
-      lane.runs.filter((run) => run.killed && run.ways.includes(way)).length;
+    // keys' heads in due order (every run meant to, see headsRunKey), and the walk of the keys
+    // (src/store/due-claim.ts).
     for (const lane of lanes) {
-      expect({ driver: lane.driver, heads: killedAfter(lane, 'heads') > 0 }).toEqual({
+      const headsRuns = lane.runs.filter((run) => run.point === 'after-heads');
+      expect({
         driver: lane.driver,
-        heads: true,
-      });
-      expect({ driver: lane.driver, walk: killedAfter(lane, 'walk') > 0 }).toEqual({
+        killedAfterHeads: headsRuns.map((run) => run.killed && run.ways.includes('heads')),
+      }).toEqual({ driver: lane.driver, killedAfterHeads: headsRuns.map(() => true) });
+      expect({
         driver: lane.driver,
-        walk: true,
-      });
+        walk: lane.runs.some((run) => run.killed && run.ways.includes('walk')),
+      }).toEqual({ driver: lane.driver, walk: true });
     }
     const claimWays = (way: string) => runs.flatMap((run) => run.ways).filter((w) => w === way);
 
@@ -318,7 +337,7 @@ describe('drain processes SIGKILLed at random moments', () => {
       runs: runs.length,
       messages: committed.length,
       faults: kills,
-      injected: `SIGKILL after claim, mid-send, after send, mid-settle; half webhooks, half SQS batches (${queued.length} queue copies); ${ORDERING_KEYS} ordering keys per driver and destination, per-key order checked at each receiver (${passedAhead.length} out of order); due claims ${claimWays('heads').length} taking heads, ${claimWays('walk').length} walking the keys and ${claimWays('walk shares').length} walking them for first shares only, ${claimWays('none').length} without keyed rows`,
+      injected: `SIGKILL after claim, mid-send, after send, mid-settle, after a claim taking heads; half webhooks, half SQS batches (${queued.length} queue copies); ${ORDERING_KEYS} ordering keys per driver and destination, per-key order checked at each receiver (${passedAhead.length} out of order); due claims ${claimWays('heads').length} taking heads, ${claimWays('walk').length} walking the keys and ${claimWays('walk shares').length} walking them for first shares only, ${claimWays('none').length} without keyed rows`,
       lost: result.lost.length,
       duplicated: result.extraDeliveries,
       rolledBackSent: result.rolledBackSent.length,
