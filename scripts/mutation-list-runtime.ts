@@ -352,7 +352,7 @@ export const RUNTIME_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: SEND,
-        find: 'const timing = timeouts.begin(finish);',
+        find: 'const timing = timeouts.begin((result) => finish(timedOut(result)));',
         replace: 'const timing = timeouts.begin(() => {});',
       },
     ],

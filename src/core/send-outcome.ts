@@ -148,24 +148,16 @@ export function sendWithTimeout(
   context: SendContext,
   timeouts: SendTimeouts,
 ): Promise<SendResult> {
-  // One promise settled by whichever comes first, the send or its timeout: a late result of a
-  // send cut loose is ignored.
-  return new Promise<SendResult>((finish) => {
-    const timing = timeouts.begin(finish);
-    Promise.resolve()
-      .then(() => sender(outbound(message), timing.controller.signal, context))
-      .then(
-        (receipt): SendResult => (receipt === undefined ? DELIVERED : { failed: false, receipt }),
-        (error: unknown): SendResult => ({
-          failed: true,
-          error: error ?? new Error('sender rejected with no reason'),
-        }),
-      )
-      .then((result) => {
-        timeouts.end(timing);
-        finish(result);
-      });
-  });
+  return bounded(
+    timeouts,
+    (timedOut) => timedOut,
+    (signal) => sender(outbound(message), signal, context),
+    (receipt): SendResult => (receipt === undefined ? DELIVERED : { failed: false, receipt }),
+    (error): SendResult => ({
+      failed: true,
+      error: error ?? new Error('sender rejected with no reason'),
+    }),
+  );
 }
 
 /**
@@ -181,40 +173,72 @@ export function sendBatchWithTimeout(
   timeouts: SendTimeouts,
 ): Promise<SendResult[]> {
   const all = (result: SendResult) => messages.map(() => result);
-  return new Promise<SendResult[]>((finish) => {
-    const timing = timeouts.begin((timedOut) => finish(all(timedOut)));
-    Promise.resolve()
-      .then(() => sender.send(messages.map(outbound), timing.controller.signal, context))
-      .then(
-        (results): SendResult[] => {
-          if (!Array.isArray(results) || results.length !== messages.length) {
-            const count = Array.isArray(results) ? results.length : 'no';
-            return all({
-              failed: true,
-              error: new Error(
-                `the batch sender answered ${count} results for ${messages.length} messages`,
-              ),
-            });
-          }
-          return results.map((result: BatchItemResult | undefined): SendResult => {
-            if (result?.delivered === true) {
-              return result.receipt === undefined
-                ? DELIVERED
-                : { failed: false, receipt: result.receipt };
-            }
-            return {
-              failed: true,
-              error: result?.error ?? new Error('the batch sender failed it with no reason'),
-            };
-          });
-        },
-        (error: unknown) =>
-          all({ failed: true, error: error ?? new Error('batch sender rejected with no reason') }),
-      )
-      .then((results) => {
-        timeouts.end(timing);
-        finish(results);
-      });
+  return bounded(
+    timeouts,
+    all,
+    (signal) => sender.send(messages.map(outbound), signal, context),
+    (results) => batchResults(results, messages.length, all),
+    (error) =>
+      all({ failed: true, error: error ?? new Error('batch sender rejected with no reason') }),
+  );
+}
+
+/**
+ * `call` given the signal of a send begun on `timeouts`, resolved by whichever comes first: its
+ * outcome (`done` with what it resolved to, `failed` with what it threw or rejected with) or its
+ * timeout (`timedOut` with the timeout's result); a late outcome is ignored. `call` runs at once,
+ * a throw before it returns a promise taken as its failure, and its result is awaited by one
+ * reaction (a chain of four promises before: docs/benchmarks.md, "The drain process's CPU since
+ * 546db54").
+ */
+function bounded<T>(
+  timeouts: SendTimeouts,
+  timedOut: (result: SendResult) => T,
+  call: (signal: AbortSignal) => unknown,
+  done: (value: unknown) => T,
+  failed: (error: unknown) => T,
+): Promise<T> {
+  return new Promise<T>((finish) => {
+    const timing = timeouts.begin((result) => finish(timedOut(result)));
+    const ended = (outcome: T) => {
+      timeouts.end(timing);
+      finish(outcome);
+    };
+    let sending: unknown;
+    try {
+      sending = call(timing.controller.signal);
+    } catch (error) {
+      ended(failed(error));
+      return;
+    }
+    Promise.resolve(sending).then(
+      (value) => ended(done(value)),
+      (error: unknown) => ended(failed(error)),
+    );
+  });
+}
+
+/** A batch sender's answer as one result per message: all failed when it is not one each. */
+function batchResults(
+  results: unknown,
+  count: number,
+  all: (result: SendResult) => SendResult[],
+): SendResult[] {
+  if (!Array.isArray(results) || results.length !== count) {
+    const answered = Array.isArray(results) ? results.length : 'no';
+    return all({
+      failed: true,
+      error: new Error(`the batch sender answered ${answered} results for ${count} messages`),
+    });
+  }
+  return results.map((result: BatchItemResult | undefined): SendResult => {
+    if (result?.delivered === true) {
+      return result.receipt === undefined ? DELIVERED : { failed: false, receipt: result.receipt };
+    }
+    return {
+      failed: true,
+      error: result?.error ?? new Error('the batch sender failed it with no reason'),
+    };
   });
 }
 

@@ -1,9 +1,17 @@
 /**
  * One drain's send timeouts: one timer, and one AbortSignal per deadline step rather than per
- * send. Sharing a signal must never cut a send loose before its own time.
+ * send. Sharing a signal must never cut a send loose before its own time. And one send bounded
+ * by them: however its sender ends (a value, a promise, a throw before any promise), one result,
+ * and its timeout ended with it.
  */
 import { describe, expect, it } from 'vitest';
-import { SendTimeouts } from '../../src/core/send-outcome.js';
+import type { ClaimedMessage } from '../../src/core/outbox-store.js';
+import {
+  SendTimeouts,
+  sendBatchWithTimeout,
+  sendWithTimeout,
+} from '../../src/core/send-outcome.js';
+import type { SendContext, Sender } from '../../src/core/sender.js';
 
 /** Resolves with the error a send's timeout reports. */
 function timeoutOf(timeouts: SendTimeouts) {
@@ -53,5 +61,91 @@ describe('send timeouts', () => {
     ]);
     expect(outcome).toBe('no timeout');
     timeouts.stop();
+  });
+});
+
+describe('one send bounded by its timeout', () => {
+  const message: ClaimedMessage = {
+    id: '1',
+    key: '0190a0b0-0000-7000-8000-000000000001',
+    kind: 'webhook',
+    payload: { n: 1 },
+    orderingKey: null,
+    attempts: 1,
+    maxAttempts: 5,
+    createdAt: new Date('2026-12-06T10:00:00Z'),
+    claimToken: '0190a0b0-0000-7000-8000-0000000000aa',
+  };
+  const context: SendContext = { spend: () => {}, run: {} };
+
+  /**
+   * The send's result, and whether the signal its sender got was aborted once its timeout had
+   * passed: a send that ended is no longer in flight, so its timeout cuts nothing loose.
+   */
+  async function send(sender: Sender) {
+    const timeouts = new SendTimeouts(30);
+    let signal: AbortSignal | undefined;
+    const result = await sendWithTimeout(
+      message,
+      (outbound, given, sendContext) => {
+        signal = given;
+        return sender(outbound, given, sendContext);
+      },
+      context,
+      timeouts,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    timeouts.stop();
+    return { result, abortedAfter: signal?.aborted };
+  }
+
+  it('takes a sender that throws before returning a promise as a failed send', async () => {
+    const error = new Error('no connection');
+    expect(
+      await send(() => {
+        throw error;
+      }),
+    ).toEqual({ result: { failed: true, error }, abortedAfter: false });
+  });
+
+  it('takes a value returned at once as the receipt, and nothing as a plain delivery', async () => {
+    expect(await send((() => ({ id: 'r-1' })) as unknown as Sender)).toEqual({
+      result: { failed: false, receipt: { id: 'r-1' } },
+      abortedAfter: false,
+    });
+    expect(await send(async () => {})).toEqual({
+      result: { failed: false, receipt: undefined },
+      abortedAfter: false,
+    });
+  });
+
+  it('names a rejection without a reason', async () => {
+    const { result } = await send(() => Promise.reject(undefined));
+    expect(result.failed).toBe(true);
+    expect(String((result as { error: unknown }).error)).toContain(
+      'sender rejected with no reason',
+    );
+  });
+
+  it('fails every message of a batch whose sender throws at once or answers the wrong count', async () => {
+    const batch = (send: BatchSender['send']) =>
+      sendBatchWithTimeout(
+        [message, { ...message, id: '2' }],
+        { maxBatch: 10, send },
+        context,
+        new SendTimeouts(30),
+      );
+    const error = new Error('no connection');
+    expect(
+      await batch(() => {
+        throw error;
+      }),
+    ).toEqual([
+      { failed: true, error },
+      { failed: true, error },
+    ]);
+    const [first, second] = await batch(async () => [{ delivered: true }]);
+    expect(String((first as { error: unknown }).error)).toContain('answered 1 results for 2');
+    expect(second).toBe(first);
   });
 });
