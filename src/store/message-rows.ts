@@ -75,11 +75,12 @@ export type ClaimedRow = Pick<
   | 'ordering_key'
   | 'attempts'
   | 'max_attempts'
-  | 'created_at'
   | 'state'
   | 'traceparent'
   | 'tracestate'
 > & {
+  /** Its creation time as whole epoch milliseconds (float8: a number, or text from some drivers). */
+  created_ms: number | string;
   /** Its destination had failures or a pause (null: it has none). */
   watched?: boolean | null;
   /** A half-open destination's probe, taken beside the due rows (due claims only). */
@@ -120,7 +121,7 @@ export function claimedFromRow(row: ClaimedRow, claimToken: string): ClaimedMess
     orderingKey: row.ordering_key,
     attempts: Number(row.attempts),
     maxAttempts: Number(row.max_attempts),
-    createdAt: toDate(row.created_at),
+    createdAt: new Date(Math.round(Number(row.created_ms))),
     claimToken,
     rowId: row.row_id,
     payloadBytes: Number(row.payload_bytes),
