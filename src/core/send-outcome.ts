@@ -150,14 +150,21 @@ export function sendWithTimeout(
 ): Promise<SendResult> {
   return bounded(
     timeouts,
-    (timedOut) => timedOut,
+    undefined,
     (signal) => sender(outbound(message), signal, context),
-    (receipt): SendResult => (receipt === undefined ? DELIVERED : { failed: false, receipt }),
-    (error): SendResult => ({
-      failed: true,
-      error: error ?? new Error('sender rejected with no reason'),
-    }),
+    receiptResult,
+    failureResult,
   );
+}
+
+/** What a sender resolved with, as a send's result. */
+function receiptResult(receipt: unknown): SendResult {
+  return receipt === undefined ? DELIVERED : { failed: false, receipt };
+}
+
+/** What a sender threw or rejected with, as a send's result. */
+function failureResult(error: unknown): SendResult {
+  return { failed: true, error: error ?? new Error('sender rejected with no reason') };
 }
 
 /**
@@ -186,34 +193,41 @@ export function sendBatchWithTimeout(
 /**
  * `call` given the signal of a send begun on `timeouts`, resolved by whichever comes first: its
  * outcome (`done` with what it resolved to, `failed` with what it threw or rejected with) or its
- * timeout (`timedOut` with the timeout's result); a late outcome is ignored. `call` runs at once,
- * a throw before it returns a promise taken as its failure, and its result is awaited by one
- * reaction (a chain of four promises before: docs/benchmarks.md, "The drain process's CPU since
+ * timeout (`timedOut` with the timeout's result; none: the result itself); a late outcome is
+ * ignored. `call` runs at once, a throw before it returns a promise taken as its failure, and
+ * its result is awaited by one reaction: a chain of four promises before, and four functions
+ * made per send now where there were nine (docs/benchmarks.md, "The drain process's CPU since
  * 546db54").
  */
 function bounded<T>(
   timeouts: SendTimeouts,
-  timedOut: (result: SendResult) => T,
+  timedOut: ((result: SendResult) => T) | undefined,
   call: (signal: AbortSignal) => unknown,
   done: (value: unknown) => T,
   failed: (error: unknown) => T,
 ): Promise<T> {
   return new Promise<T>((finish) => {
-    const timing = timeouts.begin((result) => finish(timedOut(result)));
-    const ended = (outcome: T) => {
-      timeouts.end(timing);
-      finish(outcome);
-    };
+    // Without `timedOut`, T is SendResult (sendWithTimeout): the timeout's result is the outcome.
+    const timing = timeouts.begin(
+      timedOut ? (result) => finish(timedOut(result)) : (finish as (result: SendResult) => void),
+    );
     let sending: unknown;
     try {
       sending = call(timing.controller.signal);
     } catch (error) {
-      ended(failed(error));
+      timeouts.end(timing);
+      finish(failed(error));
       return;
     }
     Promise.resolve(sending).then(
-      (value) => ended(done(value)),
-      (error: unknown) => ended(failed(error)),
+      (value) => {
+        timeouts.end(timing);
+        finish(done(value));
+      },
+      (error: unknown) => {
+        timeouts.end(timing);
+        finish(failed(error));
+      },
     );
   });
 }

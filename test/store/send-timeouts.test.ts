@@ -11,7 +11,7 @@ import {
   sendBatchWithTimeout,
   sendWithTimeout,
 } from '../../src/core/send-outcome.js';
-import type { SendContext, Sender } from '../../src/core/sender.js';
+import type { BatchSender, SendContext, Sender } from '../../src/core/sender.js';
 
 /** Resolves with the error a send's timeout reports. */
 function timeoutOf(timeouts: SendTimeouts) {
