@@ -165,7 +165,8 @@ export function claimResultFromRows(
   const exhausted: ExhaustedMessage[] = [];
   const behind = continuedRuns(rows[0]?.continued);
   const dueOrder = inDueOrder(rows);
-  for (const row of inTurns(dueOrder)) {
+  // A claim taking heads holds one row per key at most: its due order is in turns already.
+  for (const row of keyedInDueOrder ? dueOrder : inTurns(dueOrder)) {
     if (row.state === 'claimed') {
       const message = claimedFromRow(row, claimToken);
       const last = behind.get(message.id);
