@@ -83,6 +83,15 @@ const BATCH_SIZE = 100;
 const HEALTH = { failuresToPause: 5, pauseMs: 100, maxPauseMs: 400 };
 /** Retries cut likewise (default: 1 s doubling to 15 min), so no run ends waiting on one. */
 const BACKOFF = { baseMs: 100, capMs: 1_000 };
+/**
+ * Attempts per message. The default 10 spans about 17 minutes of the default backoff, but about
+ * 7 s of the cut one above, less than the tenth's outage (the nine going from 20% to 70%: 13 s
+ * at 340 msg/s, longer on a slower machine): a message of the tenth retried at every chance could
+ * then spend them all and be dead-lettered, as one was in a CI run on 12-06. That is the retry
+ * policy working, not what this scenario checks: 100 tries at up to 1 s apart outlast the run's
+ * timeout, so every message must be delivered.
+ */
+const MAX_ATTEMPTS = 100;
 /** The broken receiver's 503s ask for a second, as a load balancer draining a backend does. */
 const RETRY_AFTER_SECONDS = 1;
 /**
@@ -168,6 +177,7 @@ async function run(name: string, broken: boolean, perReceiver = MESSAGES_PER_REC
         url: `${receivers[index % RECEIVERS]!.url}/hooks`,
         body: { run: name, wave, n: Math.floor(index / RECEIVERS) },
       },
+      maxAttempts: MAX_ATTEMPTS,
     }));
     committed.push(...(await outbox.enqueue(db, messages)));
   };
