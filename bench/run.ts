@@ -15,7 +15,8 @@ import { loadAverage, machineInfo } from './lib/machine.js';
 import { type BenchPostgres, startBenchPostgres } from './lib/postgres.js';
 import { elapsedSeconds, progress } from './lib/progress.js';
 import { type ScenarioRecord, writeResults } from './lib/results.js';
-import { renderTable } from './lib/table.js';
+import { INTERVAL_CONFIDENCE } from './lib/stats.js';
+import { pairedRatioRows, renderPairedRatios, renderTable } from './lib/table.js';
 import { createScenarioContext } from './scenarios/harness.js';
 import { isSelected, SCENARIOS } from './scenarios/index.js';
 import { SYSTEMS } from './systems/index.js';
@@ -102,12 +103,25 @@ try {
     records.flatMap((record) => record.rows),
     columns,
   );
+  const paired = pairedRatioRows(
+    records.flatMap((record) => record.rows),
+    columns,
+  );
+  const pairedTable = renderPairedRatios(paired);
   const lines = [
     '',
     table,
     '',
     'ours vs X: how many times better outbox-relay is (above 1: ours better; below 1: X better).',
     'spread: the noisiest system in the row, half its range of runs (half the interquartile range for 10+ samples) over its median.',
+    ...(pairedTable
+      ? [
+          '',
+          pairedTable,
+          '',
+          `run by run: the median of ours / X per run (the systems take turns within a run), and the interval the median lies in with ${Math.round(INTERVAL_CONFIDENCE * 100)}% confidence (the sign test's; no assumption on the runs' distribution). A target ratio is shown when the interval's low end meets it.`,
+        ]
+      : []),
     ...records.flatMap((record) => record.notes ?? []),
     ...records
       .filter((record) => record.status === 'not yet run' || record.status === 'failed')
@@ -138,6 +152,7 @@ try {
     ),
     scenarios: records,
     table,
+    paired,
   });
   progress(`wrote ${file}; total ${durationSeconds} s`);
 } catch (error) {

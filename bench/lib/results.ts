@@ -2,6 +2,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import type { ResultRow } from '../scenarios/types.js';
 import type { MachineInfo } from './machine.js';
+import type { PairedRatio } from './table.js';
 
 export interface ScenarioRecord {
   id: string;
@@ -32,6 +33,8 @@ export interface ResultsFile {
   scenarios: ScenarioRecord[];
   /** The printed table, Markdown. */
   table: string;
+  /** Its ratios read run by run, with intervals (pairedRatioRows; none below 6 runs). */
+  paired?: PairedRatio[];
 }
 
 /** Writes `bench/results/<UTC date and time>.json` and returns its path. */

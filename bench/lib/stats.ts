@@ -70,3 +70,58 @@ export class RunsBySystem<Id extends string> {
     return values;
   }
 }
+
+/**
+ * Ours over a peer's, run by run, as the table's ratios read (above 1: ours better), when both
+ * ran as often. The scenarios interleave the systems within each run and rotate their order run
+ * by run, so run i of each met the same stretch of a shared machine's drift: a ratio per run
+ * cancels what the medians of each side alone keep (a ratio of medians pairs one side's fast
+ * runs with the other's slow ones).
+ */
+export function pairedRatios(
+  ours: Measurement,
+  theirs: Measurement,
+  better: 'higher' | 'lower',
+): number[] | undefined {
+  if (ours.runs.length !== theirs.runs.length) return undefined;
+  const ratios = ours.runs.map((mine, run) => {
+    const other = theirs.runs[run]!;
+    return better === 'higher' ? mine / other : other / mine;
+  });
+  return ratios.every(Number.isFinite) ? ratios : undefined;
+}
+
+/** How sure medianInterval is that the true median lies inside (two-sided). */
+export const INTERVAL_CONFIDENCE = 0.95;
+
+/**
+ * An interval for the median of `values` that assumes nothing of their distribution: the k-th
+ * smallest and the k-th largest, k the largest for which fewer than k of n values fall below the
+ * median with chance at most (1 - confidence) / 2 (the binomial with p = 1/2, the sign test's
+ * interval). For 20 runs at 95%, the 6th smallest and the 6th largest. Undefined for fewer
+ * values than the confidence can be had from (6 at 95%).
+ */
+export function medianInterval(
+  values: readonly number[],
+  confidence = INTERVAL_CONFIDENCE,
+): { low: number; high: number } | undefined {
+  const n = values.length;
+  const tail = (1 - confidence) / 2;
+  let below = 0;
+  let k = 0;
+  for (let j = 0; j < n; j++) {
+    below += binomialHalf(n, j);
+    if (below > tail) break;
+    k = j + 1;
+  }
+  if (k === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  return { low: sorted[k - 1]!, high: sorted[n - k]! };
+}
+
+/** P(X = j) for X ~ Binomial(n, 1/2), computed in logs so 200 runs do not overflow. */
+function binomialHalf(n: number, j: number): number {
+  let logChoose = 0;
+  for (let i = 1; i <= j; i++) logChoose += Math.log(n - j + i) - Math.log(i);
+  return Math.exp(logChoose - n * Math.LN2);
+}

@@ -6,7 +6,13 @@
 import type { ResultRow } from '../scenarios/types.js';
 import type { SystemId } from '../systems/types.js';
 import type { Measurement } from './stats.js';
-import { spreadPercent } from './stats.js';
+import {
+  INTERVAL_CONFIDENCE,
+  median,
+  medianInterval,
+  pairedRatios,
+  spreadPercent,
+} from './stats.js';
 
 export interface Column {
   id: SystemId;
@@ -39,6 +45,69 @@ export function renderTable(rows: readonly ResultRow[], columns: readonly Column
     });
     return [row.scenario, row.label, row.unit, ...cells, ...ratios, spread(row)];
   });
+  const align = header.map((_, index) => (index >= 3 ? '---:' : '---'));
+  return [header, align, ...lines].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
+}
+
+/** A row's ratio against one peer read run by run (see pairedRatios), with an interval. */
+export interface PairedRatio {
+  scenario: string;
+  label: string;
+  peer: SystemId;
+  runs: number;
+  /** The median of the run-by-run ratios (above 1: ours better). */
+  median: number;
+  /** The interval medianInterval gives for it, at INTERVAL_CONFIDENCE. */
+  low: number;
+  high: number;
+}
+
+/**
+ * Every row's ratios against each peer run by run, where its runs pair up (ResultRow.runsPaired),
+ * both ran as often, and often enough for an interval (6 runs at 95%: `BENCH_RUNS=6` or more). Whether a target ratio holds is read
+ * here: a ratio of medians that meets it while the interval reaches below it has not shown it.
+ */
+export function pairedRatioRows(
+  rows: readonly ResultRow[],
+  columns: readonly Column[],
+): PairedRatio[] {
+  const paired: PairedRatio[] = [];
+  for (const row of rows) {
+    const ours = row.values['outbox-relay'];
+    if (!ours || row.runsPaired !== true) continue;
+    for (const { id: peer } of columns) {
+      const theirs = row.values[peer];
+      if (peer === 'outbox-relay' || !theirs) continue;
+      const ratios = pairedRatios(ours, theirs, row.better);
+      const interval = ratios && medianInterval(ratios);
+      if (!ratios || !interval) continue;
+      const { scenario, label } = row;
+      paired.push({
+        scenario,
+        label,
+        peer,
+        runs: ratios.length,
+        median: median(ratios),
+        ...interval,
+      });
+    }
+  }
+  return paired;
+}
+
+/** The paired ratios as a Markdown table, like renderTable's; empty when there are none. */
+export function renderPairedRatios(paired: readonly PairedRatio[]): string {
+  if (paired.length === 0) return '';
+  const percent = Math.round(INTERVAL_CONFIDENCE * 100);
+  const header = ['#', 'case', 'ours vs', 'run by run', `${percent}% interval`, 'runs'];
+  const lines = paired.map((each) => [
+    each.scenario,
+    each.label,
+    shortName(each.peer),
+    `${each.median.toFixed(2)}×`,
+    `${each.low.toFixed(2)}× to ${each.high.toFixed(2)}×`,
+    String(each.runs),
+  ]);
   const align = header.map((_, index) => (index >= 3 ? '---:' : '---'));
   return [header, align, ...lines].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
 }

@@ -26,7 +26,10 @@ export class DrainCosts {
     }
   }
 
-  /** The rate row labelled `label`, then CPU (server, client) and WAL rows for the same runs. */
+  /**
+   * The rate row labelled `label`, then CPU (server, client) and WAL rows for the same runs. Its
+   * users take the systems in turns within each run, so the rows' runs pair up (runsPaired).
+   */
   rows(scenario: string, label: string, absent?: ResultRow['absent']): ResultRow[] {
     return [
       {
@@ -36,6 +39,7 @@ export class DrainCosts {
         better: 'higher',
         values: this.rates.measurements(),
         absent,
+        runsPaired: true,
       },
       {
         scenario,
@@ -44,6 +48,7 @@ export class DrainCosts {
         better: 'lower',
         values: this.cpu.measurements(),
         absent,
+        runsPaired: true,
       },
       {
         scenario,
@@ -52,6 +57,7 @@ export class DrainCosts {
         better: 'lower',
         values: this.clientCpu.measurements(),
         absent,
+        runsPaired: true,
       },
       {
         scenario,
@@ -60,6 +66,7 @@ export class DrainCosts {
         better: 'lower',
         values: this.wal.measurements(),
         absent,
+        runsPaired: true,
       },
     ];
   }

@@ -13,6 +13,11 @@ export interface ResultRow {
   values: Partial<Record<SystemId, Measurement>>;
   /** Why a system has no value in this row, shown in its cell. */
   absent?: Partial<Record<SystemId, string>>;
+  /**
+   * Every system's run i ran in the same round, the systems taking turns within it: its ratios
+   * may be read run by run (pairedRatioRows, bench/lib/table.ts).
+   */
+  runsPaired?: boolean;
 }
 
 /** The cells of a row that only outbox-relay runs (an option or mechanism the peers lack). */
