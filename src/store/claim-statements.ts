@@ -3,6 +3,7 @@
  * one statement. Built per schema and limit by outboxStatements (statements.ts).
  */
 
+import { cursorCte } from './claim-cursor.js';
 import { headsWindows } from './claim-heads.js';
 import { probeStatement } from './claim-probes.js';
 import { firstKeyStatement, keyedRunsStatement } from './claim-walk.js';
@@ -143,16 +144,7 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
   ),`;
   } else {
     const { limit, keyed = 'walk' } = target;
-    const cursor = target.after
-      ? // The cursor is read through a CTE, so no plan knows its value and PostgreSQL keeps the
-        // generic plan after its five custom ones. As a bare parameter, custom plans costed from
-        // its value: in a backlog of 30,000, 1,845 near the start up to 25,116 near the end,
-        // against the generic plan's 3,991. A connection whose first claims came early kept
-        // planning every claim, about 3 million instructions each (test/store/claim-plan.test.ts).
-        `cursor AS MATERIALIZED (SELECT ${dueParameter(target, 'cursorDue')}::timestamptz
-    AS due_at, ${dueParameter(target, 'cursorId')}::bigint AS id),
-  `
-      : '';
+    const cursor = target.after ? cursorCte(messages, target) : '';
     // The scan of the due order into the CTE `name`: after a cursor, the rows after it first,
     // then, if those fall short, the rows up to it. `within` bounds each (claim-heads.ts).
     const dueOrder = (

@@ -13,6 +13,11 @@ export interface PositionedClaim extends ClaimRequest {
   after?: ClaimCursor;
   /** Start the walk of the ordering keys after this key (none: at the first). */
   walkAfter?: string;
+  /**
+   * Rows the store's claims on the wire from this cursor or one before it may take: the scan
+   * starts that many unfinished rows past the cursor (claim-cursor.ts; DueClaims.claim).
+   */
+  skip?: number;
 }
 
 /** How a due claim takes rows with an ordering key (DueClaimShape.keyed). */
@@ -99,6 +104,8 @@ const DUE_PARAMETERS = {
    */
   cursorDue: (request: PositionedClaim) => request.after?.dueAt ?? PAST_EVERY_ROW.dueAt,
   cursorId: (request: PositionedClaim) => request.after?.id ?? PAST_EVERY_ROW.id,
+  /** Unfinished rows after the cursor the scan steps past (PositionedClaim.skip; 0: none). */
+  cursorSkip: (request: PositionedClaim) => request.skip ?? 0,
 } as const;
 
 type DueParameter = keyof typeof DUE_PARAMETERS;
@@ -109,7 +116,7 @@ function dueParameterNames(shape: DueClaimShape): DueParameter[] {
     ...((shape.keyed ?? 'walk') === 'walk'
       ? (['walkStart', 'heldKeys', 'heldFirst', 'heldLast', 'heldTokens'] as const)
       : []),
-    ...(shape.after ? (['cursorDue', 'cursorId'] as const) : []),
+    ...(shape.after ? (['cursorDue', 'cursorId', 'cursorSkip'] as const) : []),
   ];
 }
 

@@ -93,6 +93,11 @@ export class DueClaims {
   /** The furthest cursor a claim of this store returned, and the walk its last claim of runs left. */
   private cursorReturned: ClaimCursor | undefined;
   private walkReturned: string | undefined;
+  /**
+   * The claims of this store on the wire that scan the due order after a cursor (not walks: those
+   * go one at a time): their cursor and limit (see rowsOnWireAfter).
+   */
+  private readonly onWire = new Set<{ after: ClaimCursor; limit: number }>();
   /** Walk claims left before a claim may take heads again. */
   private walksBeforeHeads = 0;
   /** What walksBeforeHeads becomes when the next claim taking heads is held back. */
@@ -139,7 +144,19 @@ export class DueClaims {
     if (keyed === 'walk' && this.sharesOnly) shape.sharesOnly = true;
     this.first = false;
     this.cursorTextRun ||= shape.after;
-    const answer = await this.run(this.texts(shape), dueClaimParameters(positioned, shared, shape));
+    // Beside a claim on the wire from this cursor, start past the rows it is taking.
+    const wire = after && keyed !== 'walk' ? { after, limit: request.limit } : undefined;
+    if (wire) {
+      const skip = this.rowsOnWireAfter(wire.after);
+      if (skip > 0) positioned.skip = skip;
+      this.onWire.add(wire);
+    }
+    let answer: readonly ClaimedRow[];
+    try {
+      answer = await this.run(this.texts(shape), dueClaimParameters(positioned, shared, shape));
+    } finally {
+      if (wire) this.onWire.delete(wire);
+    }
     // One row of nulls beside the flags when a claim that answers when empty took none. An
     // empty claim that does not could not say: take it that a keyed message waits.
     const flags = answer[0];
@@ -197,6 +214,24 @@ export class DueClaims {
       this.furthest(positionAfter(position, positioned.after, taken), true),
     );
     return taken.result;
+  }
+
+  /**
+   * How many unfinished rows past `after` a claim starting there steps (PositionedClaim.skip,
+   * claim-cursor.ts): the limits of the claims on the wire from it or from a cursor before it.
+   * A drain keeps at most two claims on the wire, so this is the other one's: from the same
+   * cursor, it is taking the rows right after it; from an earlier one, the claim that moved the
+   * cursor here landed first, and the other (started beside that one, so stepping past its rows)
+   * is taking the rows from about here on. If instead the other is the earlier of the two (the
+   * later one landed first), the rows stepped past wait behind the cursor for the next claim
+   * that reads from the start.
+   */
+  private rowsOnWireAfter(after: ClaimCursor): number {
+    let rows = 0;
+    for (const each of this.onWire) {
+      if (compareCursors(each.after, after) <= 0) rows += each.limit;
+    }
+    return rows;
   }
 
   /**

@@ -54,11 +54,11 @@ function recordingStore(
   driver: Driver,
   onClaim?: (claim: RecordedClaim) => Promise<void>,
 ) {
-  const statements: { text: string; after: ClaimCursor | undefined }[] = [];
+  const statements: { text: string; after: ClaimCursor | undefined; skip: number }[] = [];
   const store = outbox.store(
     watchedExecutor(driver.db, (text, params) => {
       if (/^\s*WITH RECURSIVE claim_now\b/.test(text)) {
-        statements.push({ text, after: cursorIn(text, params) });
+        statements.push({ text, ...cursorIn(text, params) });
       }
     }),
   );
@@ -82,22 +82,29 @@ interface RecordedClaim {
   result: ClaimResult;
   /** The cursor the claim's scan of the due order started after; none: from the start. */
   after: ClaimCursor | undefined;
+  /** The unfinished rows past the cursor it stepped (claims on the wire from there). */
+  skip: number;
   /** The statement it ran. */
   text: string;
 }
 
 /**
- * The cursor a claim statement's text reads from its parameters, if it reads one. A cursor past
- * every row (due `infinity`: a claim from the start in a backlog, see dueClaimShape) scans from
- * the start: none.
+ * The cursor a claim statement's text reads from its parameters, if it reads one, and the rows
+ * past it the scan steps (claim-cursor.ts). A cursor past every row (due `infinity`: a claim from
+ * the start in a backlog, see dueClaimShape) scans from the start: none.
  */
-function cursorIn(text: string, params: readonly unknown[] | undefined): ClaimCursor | undefined {
+function cursorIn(
+  text: string,
+  params: readonly unknown[] | undefined,
+): { after: ClaimCursor | undefined; skip: number } {
   const read =
-    /cursor AS MATERIALIZED \(SELECT \$(\d+)::timestamptz\s+AS due_at, \$(\d+)::bigint/.exec(text);
-  if (!read) return undefined;
-  const [dueAt, id] = [params![Number(read[1]) - 1], params![Number(read[2]) - 1]];
-  if (dueAt === 'infinity') return undefined;
-  return { dueAt: new Date(dueAt as Date), id: String(id) };
+    /\(SELECT \$(\d+)::timestamptz AS due_at,\s+\$(\d+)::bigint AS id\) named[\s\S]*OFFSET greatest\(\$(\d+)::integer/.exec(
+      text,
+    );
+  if (!read) return { after: undefined, skip: 0 };
+  const [dueAt, id, skip] = read.slice(1).map((n) => params![Number(n) - 1]);
+  if (dueAt === 'infinity') return { after: undefined, skip: Number(skip) };
+  return { after: { dueAt: new Date(dueAt as Date), id: String(id) }, skip: Number(skip) };
 }
 
 describe.each(DRIVER_NAMES)('claims after a cursor through %s', (driverName) => {
@@ -160,6 +167,40 @@ describe.each(DRIVER_NAMES)('claims after a cursor through %s', (driverName) => 
     });
     const fifth = await store.claim(claimRequest({ limit: 1, resumeAt: third.resumeAt }));
     expect(order(fifth)).toEqual([{ index: 5 }]);
+  });
+
+  it('beside a claim on the wire from the same cursor, start past the rows it takes', async () => {
+    const { outbox } = await freshOutbox(driver);
+    await outbox.enqueue(
+      driver.db,
+      Array.from({ length: 40 }, (_, index) => ({ kind: 'test.kind', payload: { index } })),
+    );
+    const recorded = recordingStore(outbox, driver);
+    const first = await recorded.store.claim(claimRequest({ limit: 10, backlog: true }));
+    const resume = () => claimRequest({ limit: 10, resumeAt: first.resumeAt, backlog: true });
+    // Two claims on the wire from the first one's cursor, as a drain makes them when the first
+    // of the two has not landed when its queue runs low.
+    const [ahead, beside] = await Promise.all([
+      recorded.store.claim(resume()),
+      recorded.store.claim(resume()),
+    ]);
+    const order = (result: ClaimResult) => result.claimed.map((m) => m.payload);
+    const indexes = (from: number) => Array.from({ length: 10 }, (_, n) => ({ index: from + n }));
+    expect(order(first)).toEqual(indexes(0));
+    expect(recorded.claims.map(({ skip }) => skip).sort()).toEqual([0, 0, 10]);
+    // Whichever reached the server first, the one that stepped took the ten after the other's.
+    const [near, far] =
+      recorded.claims.find(({ skip }) => skip === 10)!.result === beside
+        ? [ahead, beside]
+        : [beside, ahead];
+    expect(order(near)).toEqual(indexes(10));
+    expect(order(far)).toEqual(indexes(20));
+    // With none on the wire, the next claim steps nowhere: it starts at the furthest cursor.
+    const next = await recorded.store.claim(
+      claimRequest({ limit: 10, resumeAt: far.resumeAt, backlog: true }),
+    );
+    expect(recorded.claims.at(-1)!.skip).toBe(0);
+    expect(order(next)).toEqual(indexes(30));
   });
 });
 
@@ -331,5 +372,7 @@ describe('a drain through a backlog', () => {
     expect(sender.calls).toHaveLength(BACKLOG);
     expect(new Set(sender.calls.map((call) => call.key)).size).toBe(BACKLOG);
     expect(recorded.claims.some(({ after }) => after)).toBe(true);
+    // Some claim went beside one from its own cursor, and started past that one's rows.
+    expect(recorded.claims.some(({ skip }) => skip === BATCH)).toBe(true);
   });
 });

@@ -242,6 +242,31 @@ describe('the claim after a cursor', () => {
     // 100 rows lay after the cursor, so the scan from the start never ran.
     expect(ahead[0]!['Actual Rows']).toBe(100);
     expect(behind[0]!['Actual Loops']).toBe(0);
+    // With no claim on the wire to step past, the step's scan of messages_claimable never runs.
+    const stepRan = (node: PlanNode) =>
+      node['Index Name'] === 'messages_claimable' && (node['Actual Loops'] ?? 0) > 0;
+    expect(allNodes(plan).filter(stepRan)).toEqual([]);
+  });
+
+  it('beside a claim on the wire, reads the due rows past the ones that claim takes, not them', async () => {
+    const db = pgExecutor(database.pool);
+    const outbox = createOutbox({ schema: 'cursor_step', kinds: { 'test.kind': true } });
+    await outbox.migrate(db);
+    await enqueueThousands(outbox, db, 5_000);
+    await database.pool.query('ANALYZE cursor_step.messages');
+    const { resumeAt } = await outbox.store(db).claim(claimRequest({ limit: 100 }));
+    const after = positionOf(resumeAt).cursor!;
+    const request = claimRequest({ limit: 100 });
+    const shape = { limit: 100, share: 10, after: true, keyed: 'none' as const };
+    const { rows } = await database.pool.query<{ id: string }>(
+      outboxStatements('cursor_step').claimDueMessages(shape),
+      dueClaimParameters({ ...request, after, skip: 100 }, sharedClaimParameters(request), shape),
+    );
+    // The first 100 after the cursor are the other claim's; this one takes the next 100, which
+    // its scan reaches without reading those (the step reads their index entries only).
+    const ids = rows.map((row) => BigInt(row.id)).sort((a, b) => (a < b ? -1 : 1));
+    expect(ids[0]).toBe(BigInt(after.id) + 101n);
+    expect(ids.at(-1)).toBe(BigInt(after.id) + 200n);
   });
 });
 
