@@ -116,8 +116,18 @@ function dueParameterNames(shape: DueClaimShape): DueParameter[] {
     ...((shape.keyed ?? 'walk') === 'walk'
       ? (['walkStart', 'heldKeys', 'heldFirst', 'heldLast', 'heldTokens'] as const)
       : []),
-    ...(shape.after ? (['cursorDue', 'cursorId', 'cursorSkip'] as const) : []),
+    ...(shape.after ? (['cursorDue', 'cursorId'] as const) : []),
+    ...(shape.after && cursorSteps(shape) ? (['cursorSkip'] as const) : []),
   ];
+}
+
+/**
+ * Whether a claim of this shape may start past the rows of claims on the wire
+ * (PositionedClaim.skip, claim-cursor.ts): one after a cursor that does not walk the keys (walks
+ * go one claim at a time).
+ */
+export function cursorSteps(shape: DueClaimShape): boolean {
+  return shape.after && (shape.keyed ?? 'walk') !== 'walk';
 }
 
 /** A due claim's placeholder for one of its own parameters: `$6` onwards, by shape. */

@@ -44,6 +44,7 @@ import {
   positionText,
 } from './claim-position.js';
 import {
+  cursorSteps,
   type DueClaimShape,
   dueClaimParameters,
   dueClaimShape,
@@ -145,7 +146,7 @@ export class DueClaims {
     this.first = false;
     this.cursorTextRun ||= shape.after;
     // Beside a claim on the wire from this cursor, start past the rows it is taking.
-    const wire = after && keyed !== 'walk' ? { after, limit: request.limit } : undefined;
+    const wire = after && cursorSteps(shape) ? { after, limit: request.limit } : undefined;
     if (wire) {
       const skip = this.rowsOnWireAfter(wire.after);
       if (skip > 0) positioned.skip = skip;

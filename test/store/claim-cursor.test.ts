@@ -98,11 +98,13 @@ function cursorIn(
   params: readonly unknown[] | undefined,
 ): { after: ClaimCursor | undefined; skip: number } {
   const read =
-    /\(SELECT \$(\d+)::timestamptz AS due_at,\s+\$(\d+)::bigint AS id\) named[\s\S]*OFFSET greatest\(\$(\d+)::integer/.exec(
+    /cursor AS MATERIALIZED \([\s\S]*?\$(\d+)::timestamptz AS due_at,\s+\$(\d+)::bigint AS id\)/.exec(
       text,
     );
+  const step = /OFFSET greatest\(\$(\d+)::integer/.exec(text);
   if (!read) return { after: undefined, skip: 0 };
-  const [dueAt, id, skip] = read.slice(1).map((n) => params![Number(n) - 1]);
+  const [dueAt, id] = read.slice(1).map((n) => params![Number(n) - 1]);
+  const skip = step ? params![Number(step[1]) - 1] : 0;
   if (dueAt === 'infinity') return { after: undefined, skip: Number(skip) };
   return { after: { dueAt: new Date(dueAt as Date), id: String(id) }, skip: Number(skip) };
 }
