@@ -8,8 +8,8 @@
  * cursor the first started at (neither has landed to move it). Its scan then steps over every
  * row the first is taking: rows still locked by the first cost a failed lock each, and a claim
  * taking heads looks up each one's ordering key first. Over 1,000 keys of 5, claims one at a
- * time spent 0.87x the server CPU per message of claims two at a time (docs/benchmarks.md, "Two
- * claims on the wire"). The rows stepped past are not lost: the scan up to the cursor reads them
+ * time spent 0.81x to 0.87x the server CPU per message of claims two at a time
+ * (docs/benchmarks.md, "Claims beside one on the wire"). The rows stepped past are not lost: the scan up to the cursor reads them
  * when the scan after it comes back short, and every fourth claim of a backlog starts from the
  * start of the due order.
  */
@@ -17,9 +17,9 @@ import { cursorSteps, type DueClaimShape, dueParameter } from './due-claim-shape
 
 /**
  * The CTE `cursor` (one row: `due_at`, `id`) of a claim that reads a cursor: the row the cursor
- * parameters name; for a claim that may step (cursorSteps), after it, the unfinished row `cursorSkip` rows on (none: the named row; fewer
- * rows than that after it: the named row too, and the scan steps over what the other claims are
- * taking, as it would without the step).
+ * parameters name, or, for a claim that may step (cursorSteps), the unfinished row `cursorSkip`
+ * rows after it (a skip of 0: the named row; fewer rows than that after it: the named row too,
+ * and the scan steps over what the other claims are taking, as it did without the step).
  *
  * Read through a CTE, so no plan knows the cursor's value and PostgreSQL keeps the generic plan
  * after its five custom ones. As a bare parameter, custom plans costed from its value: in a

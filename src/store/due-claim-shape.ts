@@ -117,7 +117,7 @@ function dueParameterNames(shape: DueClaimShape): DueParameter[] {
       ? (['walkStart', 'heldKeys', 'heldFirst', 'heldLast', 'heldTokens'] as const)
       : []),
     ...(shape.after ? (['cursorDue', 'cursorId'] as const) : []),
-    ...(shape.after && cursorSteps(shape) ? (['cursorSkip'] as const) : []),
+    ...(cursorSteps(shape) ? (['cursorSkip'] as const) : []),
   ];
 }
 
