@@ -99,14 +99,9 @@ try {
 
   if (interrupted) throw new Error('interrupted: no results written');
   const columns = SYSTEM_IDS.map((id) => ({ id, title: SYSTEMS[id].label }));
-  const table = renderTable(
-    records.flatMap((record) => record.rows),
-    columns,
-  );
-  const paired = pairedRatioRows(
-    records.flatMap((record) => record.rows),
-    columns,
-  );
+  const rows = records.flatMap((record) => record.rows);
+  const table = renderTable(rows, columns);
+  const paired = pairedRatioRows(rows, columns);
   const pairedTable = renderPairedRatios(paired);
   const lines = [
     '',

@@ -84,11 +84,13 @@ export function pairedRatios(
   better: 'higher' | 'lower',
 ): number[] | undefined {
   if (ours.runs.length !== theirs.runs.length) return undefined;
-  const ratios = ours.runs.map((mine, run) => {
-    const other = theirs.runs[run]!;
-    return better === 'higher' ? mine / other : other / mine;
-  });
+  const ratios = ours.runs.map((mine, run) => advantage(mine, theirs.runs[run]!, better));
   return ratios.every(Number.isFinite) ? ratios : undefined;
+}
+
+/** How many times better ours is than theirs, whichever way the unit points (above 1: ours). */
+export function advantage(ours: number, theirs: number, better: 'higher' | 'lower'): number {
+  return better === 'higher' ? ours / theirs : theirs / ours;
 }
 
 /** How sure medianInterval is that the true median lies inside (two-sided). */

@@ -7,6 +7,7 @@ import type { ResultRow } from '../scenarios/types.js';
 import type { SystemId } from '../systems/types.js';
 import type { Measurement } from './stats.js';
 import {
+  advantage,
   INTERVAL_CONFIDENCE,
   median,
   medianInterval,
@@ -39,13 +40,16 @@ export function renderTable(rows: readonly ResultRow[], columns: readonly Column
     const ratios = peers.map((peer) => {
       const theirs = row.values[peer.id];
       if (!ours || !theirs || ours.median === 0 || theirs.median === 0) return '';
-      const advantage =
-        row.better === 'higher' ? ours.median / theirs.median : theirs.median / ours.median;
-      return `${advantage.toFixed(2)}×`;
+      return `${advantage(ours.median, theirs.median, row.better).toFixed(2)}×`;
     });
     return [row.scenario, row.label, row.unit, ...cells, ...ratios, spread(row)];
   });
-  const align = header.map((_, index) => (index >= 3 ? '---:' : '---'));
+  return markdownTable(header, lines, 3);
+}
+
+/** Rows as a Markdown table, the columns from `rightFrom` on aligned right (the numbers). */
+function markdownTable(header: string[], lines: string[][], rightFrom: number): string {
+  const align = header.map((_, index) => (index >= rightFrom ? '---:' : '---'));
   return [header, align, ...lines].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
 }
 
@@ -108,8 +112,7 @@ export function renderPairedRatios(paired: readonly PairedRatio[]): string {
     `${each.low.toFixed(2)}× to ${each.high.toFixed(2)}×`,
     String(each.runs),
   ]);
-  const align = header.map((_, index) => (index >= 3 ? '---:' : '---'));
-  return [header, align, ...lines].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
+  return markdownTable(header, lines, 3);
 }
 
 function shortName(id: SystemId): string {

@@ -31,43 +31,35 @@ export class DrainCosts {
    * users take the systems in turns within each run, so the rows' runs pair up (runsPaired).
    */
   rows(scenario: string, label: string, absent?: ResultRow['absent']): ResultRow[] {
+    const row = (
+      label: string,
+      unit: ResultRow['unit'],
+      better: ResultRow['better'],
+      runs: RunsBySystem<SystemId>,
+    ): ResultRow => ({
+      scenario,
+      label,
+      unit,
+      better,
+      values: runs.measurements(),
+      absent,
+      runsPaired: true,
+    });
     return [
-      {
-        scenario,
-        label,
-        unit: 'msg/s',
-        better: 'higher',
-        values: this.rates.measurements(),
-        absent,
-        runsPaired: true,
-      },
-      {
-        scenario,
-        label: 'same: PostgreSQL CPU (all server processes) per delivered message',
-        unit: 'µs',
-        better: 'lower',
-        values: this.cpu.measurements(),
-        absent,
-        runsPaired: true,
-      },
-      {
-        scenario,
-        label: 'same: CPU of the process running the drain, per delivered message',
-        unit: 'µs',
-        better: 'lower',
-        values: this.clientCpu.measurements(),
-        absent,
-        runsPaired: true,
-      },
-      {
-        scenario,
-        label: 'same: WAL written per delivered message',
-        unit: 'bytes',
-        better: 'lower',
-        values: this.wal.measurements(),
-        absent,
-        runsPaired: true,
-      },
+      row(label, 'msg/s', 'higher', this.rates),
+      row(
+        'same: PostgreSQL CPU (all server processes) per delivered message',
+        'µs',
+        'lower',
+        this.cpu,
+      ),
+      row(
+        'same: CPU of the process running the drain, per delivered message',
+        'µs',
+        'lower',
+        this.clientCpu,
+      ),
+      row('same: WAL written per delivered message', 'bytes', 'lower', this.wal),
     ];
   }
 }
