@@ -200,9 +200,9 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_STATEMENTS,
-        find: 'const heads = (where: string, rows: string) => candidates(where, rows, true, true);',
+        find: '          isHead: orderingHead,',
         replace:
-          "const heads = (where: string, rows: string) => candidates(where, rows, true, true).replace('OR NOT EXISTS', 'OR true OR NOT EXISTS');",
+          "          isHead: orderingHead.replace('OR NOT EXISTS', 'OR true OR NOT EXISTS'),",
       },
     ],
     tests: [
@@ -218,8 +218,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_HEADS,
-        find: '  return { cte, within };',
-        replace: "  return { cte, within: '' };",
+        find: '  const window = HEADS_WINDOW_PER_ROW * limit;',
+        replace: '  const window = 1000 * HEADS_WINDOW_PER_ROW * limit;',
       },
     ],
     tests: [
@@ -485,8 +485,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_STATEMENTS,
-        find: '`AND (m.due_at, m.id) > (SELECT due_at, id FROM cursor)${within.ahead}`',
-        replace: '`${within.ahead}`',
+        find: "rows('AND (m.due_at, m.id) > (SELECT due_at, id FROM cursor)', String(limit))",
+        replace: "rows('', String(limit))",
       },
     ],
     tests: [

@@ -18,39 +18,85 @@
 
 /**
  * Rows of the due order a claim taking heads reads, per row of its limit: four after the cursor,
- * twice that from the start of the due order. A window counts unfinished rows by their index
- * entries alone (messages_claimable), the rows claimed and not yet settled too, which sit at the
- * head of the due order: a fast drain's claims on the wire, queued rows and unsettled outcomes
- * come to two or three batches. (A window that read the rows to count only claimable ones was
- * planned, once the plan was generic, as a sort of every unfinished row: 2.2 ms a claim over
- * 5,000, against 0.15 for the index's entries.)
+ * twice that from the start of the due order, whose head holds the rows claimed and not yet
+ * settled (a fast drain's claims on the wire, queued rows and unsettled outcomes: two or three
+ * batches). A scan's window counts the rows the claim could take but for their key's head: due,
+ * of a kind the drain sends, not paused, not locked by another claim.
  */
 export const HEADS_WINDOW_PER_ROW = 4;
 
+/** The pieces of the claim statement the scans for heads read, as claim-statements.ts builds them. */
+export interface HeadsScanParts {
+  /**
+   * The due rows of the scan's part of the due order (`where`, on alias `m`), in due order, at
+   * most `rows` of them, each locked (FOR UPDATE SKIP LOCKED) as it is read, with
+   * `ordering_key` for the head check that follows: a select over alias `m`.
+   */
+  lockedInDueOrder: (where: string, rows: number) => string;
+  /** Whether the row of alias `m` is its key's head (true for a row without a key). */
+  isHead: string;
+}
+
 /**
- * The windows of a claim taking heads: their CTEs, the bound each puts on the due order's scan
- * (`within.ahead` on the rows after the cursor, or on the whole scan without one; `within.behind`
- * on the rows up to the cursor; see claimStatement's cursor), and `heldBack`: the claim, whose
- * rows are the CTE `heads`, came back short while a window it read ended among due rows, so rows
- * it did not read may be claimable, and the drain should claim again rather than take the claim
- * for the end of what was due. The window from the start ended early only if it ended before the
- * cursor and among due rows (past a row not yet due, nothing is due: so a claim from the start,
- * which reads a cursor past every row, says what the text without a cursor says); it is read
- * only when the claim is short (otherwise its scan never starts: a LIMIT of 0).
+ * The CTE `heads`, the rows a claim taking heads takes, and before it the scans that find them.
+ * Each scan reads its window of due rows in due order, locking each as it reads it, and takes
+ * the heads among them up to the limit. The window is the read's LIMIT, and the read goes only
+ * as far as the heads taken need: the LIMIT above it stops the read at the claim's last row.
+ * (A window found first, the `4 x limit`-th unfinished row as a bound on the scan, read that
+ * many index entries on every claim: over 1,000 keys of 5, reading only as far as the claim
+ * takes cost 0.92x to 0.98x the server CPU per message at 1.02x to 1.06x the rate;
+ * docs/benchmarks.md, "Heads read as far as they take".) The lock comes before the head check, so a row the scan reads that is not its
+ * key's head stays locked until the claim commits: a claim that meets it meanwhile steps over it,
+ * and it waits behind that claim's cursor as rows a lock hid do.
+ *
+ * After a cursor, the rows after it first (`ahead`), then, if those fall short, the rows up to
+ * it (`behind`, with the wider window): a LIMIT of 0 never starts its read. Without a cursor, the
+ * due order from the start, with the wider window.
+ */
+export function headsScans(parts: HeadsScanParts, limit: number, cursor: boolean): string {
+  const window = HEADS_WINDOW_PER_ROW * limit;
+  const at = '(SELECT due_at, id FROM cursor)';
+  // The read's rows keep its due order through the filter and the LIMIT above it (no sort: the
+  // planner does not know the locked rows are in order, and a sort would read them all).
+  const scan = (where: string, rows: number, heads: string) => `
+    SELECT m.id, m.kind, m.destination, m.due_at, m.exhausted, m.watched
+    FROM (${parts.lockedInDueOrder(where, rows)}) m
+    WHERE ${parts.isHead}
+    LIMIT ${heads}`;
+  if (!cursor)
+    return `heads AS (${scan('', 2 * window, String(limit))}
+  ),`;
+  return `ahead AS (${scan(`AND (m.due_at, m.id) > ${at}`, window, String(limit))}
+  ),
+  behind AS (${scan(`AND (m.due_at, m.id) <= ${at}`, 2 * window, `${limit} - (SELECT count(*) FROM ahead)`)}
+  ),
+  heads AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),`;
+}
+
+/**
+ * Whether a claim taking heads was held back, `heldBack` (its rows are the CTE `heads`), and the
+ * CTEs it reads: the claim came back short while the due order ran on past a window it read, so
+ * rows it did not read may be claimable, and the drain should claim again rather than take the
+ * claim for the end of what was due. A window here is the `4 x limit`-th unfinished row in due
+ * order after the cursor (twice that from the start), by messages_claimable's entries alone; a
+ * scan's window (headsScans) counts only the rows it could take, so it reaches at least as far,
+ * and a claim whose scans read every due row is never held back. The window from the start ended
+ * early only if it ended before the cursor and among due rows (past a row not yet due, nothing is
+ * due: so a claim from the start, which reads a cursor past every row, says what the text without
+ * a cursor says). Read only when the claim is short.
  */
 export function headsWindows(
   messages: string,
   limit: number,
   cursor: boolean,
   now: string,
-): { ctes: string; within: { ahead: string; behind: string }; heldBack: string } {
+): { ctes: string; heldBack: string } {
   const at = '(SELECT due_at, id FROM cursor)';
   const ahead = headsWindow(messages, 'ahead_window', limit, cursor ? at : null);
   const behind = cursor ? headsWindow(messages, 'behind_window', limit, null) : undefined;
   return {
-    ctes: `${ahead.cte}${behind ? `\n  ${behind.cte}` : ''}
+    ctes: `${ahead}${behind ? `\n  ${behind}` : ''}
   `,
-    within: { ahead: ahead.within, behind: behind?.within ?? '' },
     heldBack: `(CASE WHEN (SELECT count(*) FROM heads) < ${limit} THEN
       EXISTS (SELECT 1 FROM ahead_window WHERE due_at <= ${now})${
         behind
@@ -62,26 +108,13 @@ export function headsWindows(
   };
 }
 
-/** One window of the due order: its CTE, and the scan's bound for the rows in it. */
-interface HeadsWindow {
-  /**
-   * The CTE: the window's last row, the `HEADS_WINDOW_PER_ROW * limit`-th unfinished row in
-   * due order after `from` (from the start when null); no row when the due order ends first.
-   * A scan of messages_claimable's entries that need not read the rows.
-   */
-  cte: string;
-  /** The scan's condition: the row of alias `m` lies in the window. */
-  within: string;
-}
-
-/** The window named `name` of a claim of `limit` rows, after the row `from` (null: the start). */
-function headsWindow(
-  messages: string,
-  name: string,
-  limit: number,
-  from: string | null,
-): HeadsWindow {
-  const cte = `${name} AS MATERIALIZED (
+/**
+ * The CTE `name`: the window's last row, the `HEADS_WINDOW_PER_ROW * limit`-th unfinished row
+ * in due order after `from` (from the start when null, twice as far); no row when the due order
+ * ends first. A scan of messages_claimable's entries that need not read the rows.
+ */
+function headsWindow(messages: string, name: string, limit: number, from: string | null): string {
+  return `${name} AS MATERIALIZED (
     SELECT w.due_at, w.id FROM ${messages} w
     WHERE w.delivered_at IS NULL AND w.dead_at IS NULL${
       from === null
@@ -92,9 +125,4 @@ function headsWindow(
     ORDER BY w.due_at, w.id
     OFFSET ${(from === null ? 2 : 1) * HEADS_WINDOW_PER_ROW * limit - 1} LIMIT 1
   ),`;
-  // Two scalar subqueries, not a row subquery: the comparison is then an index condition of the
-  // scan, which stops at the window's end. No last row: the window runs to the end.
-  const within = ` AND (m.due_at, m.id) <= ((SELECT coalesce(max(due_at), 'infinity') FROM ${name}),
-        (SELECT coalesce(max(id), 0) FROM ${name}))`;
-  return { cte, within };
 }

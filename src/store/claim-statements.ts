@@ -4,7 +4,7 @@
  */
 
 import { cursorCte } from './claim-cursor.js';
-import { headsWindows } from './claim-heads.js';
+import { headsScans, headsWindows } from './claim-heads.js';
 import { probeStatement } from './claim-probes.js';
 import { firstKeyStatement, keyedRunsStatement } from './claim-walk.js';
 import { type DueClaimShape, dueClaimMark, dueClaimName, dueParameter } from './due-claim-shape.js';
@@ -45,7 +45,8 @@ export function claimStatements(quotedSchema: string): (shape: DueClaimShape) =>
  *
  * A due claim that takes heads (DueClaimShape.keyed, claim-heads.ts) scans one due order instead,
  * messages_claimable, keyed rows and unkeyed alike: a keyed row only while it is its key's head
- * (the kick's check below), within a window of the due order, locked SKIP LOCKED like any row.
+ * (the kick's check below, made after the row's lock), within a window of the due order, locked
+ * SKIP LOCKED like any row as the scan reads it.
  *
  * A due claim takes two kinds of rows, merged by due time up to the limit. Rows without an
  * ordering key come in due order from messages_claimable_unkeyed. Rows with one come as runs
@@ -104,7 +105,6 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
           -- Implied by the line above, but spelled out so the planner can use the partial
           -- index messages_ordering_unfinished.
           AND earlier.delivered_at IS NULL))`;
-  const now = claimNow('now');
   // Unfinished, due (or its lease passed), of a kind this drain sends. `at`: the alias of a
   // claim_now row the query joins in, read as columns (see KeyedRunsParts.claimable).
   const due = (a: string, at?: string) => {
@@ -115,17 +115,27 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
       AND (${a}.state = 'pending' OR (${a}.state = 'claimed' AND ${a}.lease_expires_at <= ${dueBy}))
       AND ${a}.kind = ANY(${sent})`;
   };
-  // Rows a claim may take, in due order: due, heads of their ordering key (or unkeyed only,
-  // `keyed` false); locked, skipping rows another claim holds. With `health`, also not of a
-  // paused destination (destinationHealth), and `watched`: the row's destination has failures.
-  const candidates = (where: string, limit: string, health: boolean, keyed = true) => `
+  // Rows a claim may take, in due order: due, heads of their ordering key (`keyed` 'head'),
+  // without a key ('none'), or either, with the key for a head check after the lock ('any');
+  // locked, skipping rows another claim holds. With `health`, also not of a paused destination
+  // (destinationHealth), and `watched`: the row's destination has failures.
+  const candidates = (
+    where: string,
+    limit: string,
+    health: boolean,
+    keyed: 'head' | 'none' | 'any' = 'head',
+  ) => `
     SELECT m.id, m.kind, m.destination, m.due_at, m.attempts >= m.max_attempts AS exhausted${
       health ? `, h.health = ${FAILING} AS watched` : ''
-    }
+    }${keyed === 'any' ? ', m.ordering_key' : ''}
     FROM ${messages} m${health ? destinationHealth(destinations) : ''}
     WHERE ${due('m')}
-      ${where}
-      AND ${keyed ? orderingHead : 'm.ordering_key IS NULL'}${
+      ${where}${
+        keyed === 'any'
+          ? ''
+          : `
+      AND ${keyed === 'head' ? orderingHead : 'm.ordering_key IS NULL'}`
+      }${
         health
           ? `
       AND h.health IS DISTINCT FROM ${PAUSED}`
@@ -146,30 +156,34 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
     const { limit, keyed = 'walk' } = target;
     const cursor = target.after ? cursorCte(messages, target) : '';
     // The scan of the due order into the CTE `name`: after a cursor, the rows after it first,
-    // then, if those fall short, the rows up to it. `within` bounds each (claim-heads.ts).
-    const dueOrder = (
-      name: string,
-      rows: (where: string, rows: string) => string,
-      within = { ahead: '', behind: '' },
-    ) =>
+    // then, if those fall short, the rows up to it. (Claims taking heads scan their own way:
+    // headsScans, claim-heads.ts.)
+    const dueOrder = (name: string, rows: (where: string, rows: string) => string) =>
       target.after
-        ? `ahead AS (${rows(`AND (m.due_at, m.id) > (SELECT due_at, id FROM cursor)${within.ahead}`, String(limit))}
+        ? `ahead AS (${rows('AND (m.due_at, m.id) > (SELECT due_at, id FROM cursor)', String(limit))}
   ),
-  behind AS (${rows(`AND (m.due_at, m.id) <= (SELECT due_at, id FROM cursor)${within.behind}`, `${limit} - (SELECT count(*) FROM ahead)`)}
+  behind AS (${rows('AND (m.due_at, m.id) <= (SELECT due_at, id FROM cursor)', `${limit} - (SELECT count(*) FROM ahead)`)}
   ),
   ${name} AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),`
-        : `${name} AS (${rows(within.ahead, String(limit))}
+        : `${name} AS (${rows('', String(limit))}
   ),`;
     if (keyed === 'heads') {
-      const windows = headsWindows(messages, limit, target.after, now);
+      const windows = headsWindows(messages, limit, target.after, claimNow('now'));
       heldBack = windows.heldBack;
-      const heads = (where: string, rows: string) => candidates(where, rows, true, true);
-      dueCtes = `${cursor}${windows.ctes}${dueOrder('heads', heads, windows.within)}
+      const scans = headsScans(
+        {
+          lockedInDueOrder: (where, rows) => candidates(where, String(rows), true, 'any'),
+          isHead: orderingHead,
+        },
+        limit,
+        target.after,
+      );
+      dueCtes = `${cursor}${windows.ctes}${scans}
   due AS (SELECT id, kind, destination, exhausted, watched FROM heads),`;
     } else {
       // A paused destination's messages wait (docs/destinations.md), open or half-open: the
       // probe of a half-open one is taken apart (probeStatement).
-      const unkeyedRows = (where: string, rows: string) => candidates(where, rows, true, false);
+      const unkeyedRows = (where: string, rows: string) => candidates(where, rows, true, 'none');
       const unkeyed = `${cursor}${dueOrder('unkeyed', unkeyedRows)}`;
       const runs = keyed === 'walk' ? keyedRuns(messages, destinations, due, target) : undefined;
       runsGoOn = runs?.runsGoOn;

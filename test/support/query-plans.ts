@@ -22,12 +22,20 @@ export function allNodes(node: PlanNode): PlanNode[] {
 
 /**
  * The plan of `text` as it ran (EXPLAIN ANALYZE, so loops and rows show which scans ran and
- * what they read), in a transaction on one of the pool's connections that is rolled back.
+ * what they read), in a transaction on one of the pool's connections that is rolled back. With
+ * `generic`, the plan PostgreSQL keeps for a prepared statement (built without the parameters'
+ * values) rather than one built for these values.
  */
-export async function planAsRun(pool: pg.Pool, text: string, params: unknown[]): Promise<PlanNode> {
+export async function planAsRun(
+  pool: pg.Pool,
+  text: string,
+  params: unknown[],
+  { generic = false } = {},
+): Promise<PlanNode> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
+    if (generic) await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
     const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
       `EXPLAIN (ANALYZE, FORMAT JSON) ${text}`,
       params,
