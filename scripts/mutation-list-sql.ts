@@ -321,7 +321,7 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     row: 11,
     edits: [
       {
-        file: CLAIM_STATEMENTS,
+        file: CLAIM_WALK,
         find: '\n      AND NOT ${runsGoOn})`;',
         replace: ')`;',
       },

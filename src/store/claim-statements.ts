@@ -6,7 +6,7 @@
 import { cursorCte } from './claim-cursor.js';
 import { headsScans, headsWindows } from './claim-heads.js';
 import { probeStatement } from './claim-probes.js';
-import { firstKeyStatement, keyedRunsStatement } from './claim-walk.js';
+import { firstKeyStatement, keyedClaimFlags, keyedRunsStatement } from './claim-walk.js';
 import { type DueClaimShape, dueClaimMark, dueClaimName, dueParameter } from './due-claim-shape.js';
 import { CLAIMED_COLUMNS } from './message-columns.js';
 import { countOutcomes } from './outcome-counts.js';
@@ -343,41 +343,6 @@ function keyedRuns(
     SELECT id, kind, destination, exhausted, watched FROM locked_runs
   ),`;
   return { ctes, runsGoOn };
-}
-
-/**
- * What a keyed due claim says beside its rows (on every row alike): walk_key, where the next
- * walk starts; continued, each run that continues a held run as its first row's id and the held
- * run's last row's, `first last`, comma separated (text, as every driver reads it alike);
- * caught_up (see caughtUp; not a walk of first shares only); keyless, no keyed message is
- * unfinished, so the next claims may leave keyed rows out (an unkeyed claim says keyed_waiting).
- */
-function keyedClaimFlags(shape: DueClaimShape, runsGoOn: string, messages: string): string {
-  const caught = shape.sharesOnly ? '' : `\n    ${caughtUp(shape.limit, runsGoOn)} AS caught_up,`;
-  return `
-    (SELECT k FROM locked_runs ORDER BY step DESC LIMIT 1) AS walk_key,
-    (SELECT string_agg(id || ' ' || behind, ',') FROM locked_runs
-      WHERE behind IS NOT NULL) AS continued,${caught}
-    (${firstKeyStatement(messages)}) IS NULL AS keyless`;
-}
-
-/**
- * Whether nothing more is claimable until this claim's rows are recorded: the walk visited
- * every key (it found none after the one that filled the claim), every key it found a run for
- * is in the claim, no run it took has a claimable row right behind its last (which a claim
- * continuing the runs would take), and the unkeyed scan came back short with all it found
- * taken. What is left is out with other drains, or not yet due, so a claim made before these
- * rows are recorded would find nothing: the drain claims again once they are (a backlog of a
- * few deep keys otherwise paid two empty claims ahead for every full one). The look behind the
- * runs comes last, so a claim that is not caught up for another reason skips it.
- */
-function caughtUp(limit: number, runsGoOn: string): string {
-  return `(NOT EXISTS (SELECT 1 FROM walk WHERE total >= ${limit} AND cardinality(ids) = 0)
-      AND NOT EXISTS (SELECT 1 FROM walk w WHERE cardinality(w.ids) > 0
-        AND NOT EXISTS (SELECT 1 FROM chosen c WHERE c.k = w.k))
-      AND (SELECT count(*) FROM unkeyed) < ${limit}
-      AND (SELECT count(*) FROM unkeyed) = (SELECT count(*) FROM chosen WHERE k IS NULL)
-      AND NOT ${runsGoOn})`;
 }
 
 /**

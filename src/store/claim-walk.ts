@@ -13,6 +13,8 @@
  * whatever the backlog behind them.
  */
 
+import type { DueClaimShape } from './due-claim-shape.js';
+
 /** The pieces of the claim statement the walk reads, as claim-statements.ts builds them. */
 export interface KeyedRunsParts {
   /** The claim's now. */
@@ -218,4 +220,39 @@ export function firstKeyStatement(messages: string): string {
   return `SELECT n.ordering_key::text AS k FROM ${messages} n
         WHERE n.ordering_key IS NOT NULL AND n.delivered_at IS NULL
         ORDER BY n.ordering_key LIMIT 1`;
+}
+
+/**
+ * What a keyed due claim says beside its rows (on every row alike): walk_key, where the next
+ * walk starts; continued, each run that continues a held run as its first row's id and the held
+ * run's last row's, `first last`, comma separated (text, as every driver reads it alike);
+ * caught_up (see caughtUp; not a walk of first shares only); keyless, no keyed message is
+ * unfinished, so the next claims may leave keyed rows out (an unkeyed claim says keyed_waiting).
+ */
+export function keyedClaimFlags(shape: DueClaimShape, runsGoOn: string, messages: string): string {
+  const caught = shape.sharesOnly ? '' : `\n    ${caughtUp(shape.limit, runsGoOn)} AS caught_up,`;
+  return `
+    (SELECT k FROM locked_runs ORDER BY step DESC LIMIT 1) AS walk_key,
+    (SELECT string_agg(id || ' ' || behind, ',') FROM locked_runs
+      WHERE behind IS NOT NULL) AS continued,${caught}
+    (${firstKeyStatement(messages)}) IS NULL AS keyless`;
+}
+
+/**
+ * Whether nothing more is claimable until this claim's rows are recorded: the walk visited
+ * every key (it found none after the one that filled the claim), every key it found a run for
+ * is in the claim, no run it took has a claimable row right behind its last (which a claim
+ * continuing the runs would take), and the unkeyed scan came back short with all it found
+ * taken. What is left is out with other drains, or not yet due, so a claim made before these
+ * rows are recorded would find nothing: the drain claims again once they are (a backlog of a
+ * few deep keys otherwise paid two empty claims ahead for every full one). The look behind the
+ * runs comes last, so a claim that is not caught up for another reason skips it.
+ */
+function caughtUp(limit: number, runsGoOn: string): string {
+  return `(NOT EXISTS (SELECT 1 FROM walk WHERE total >= ${limit} AND cardinality(ids) = 0)
+      AND NOT EXISTS (SELECT 1 FROM walk w WHERE cardinality(w.ids) > 0
+        AND NOT EXISTS (SELECT 1 FROM chosen c WHERE c.k = w.k))
+      AND (SELECT count(*) FROM unkeyed) < ${limit}
+      AND (SELECT count(*) FROM unkeyed) = (SELECT count(*) FROM chosen WHERE k IS NULL)
+      AND NOT ${runsGoOn})`;
 }

@@ -95,7 +95,7 @@ export type ClaimedRow = Pick<
   walk_key?: string | null;
   /**
    * Keyed due claims: the runs that continue a held run, `first last` pairs comma separated (see
-   * dueClaimFlags in claim-statements.ts; every row alike).
+   * keyedClaimFlags in claim-walk.ts; every row alike).
    */
   continued?: string | null;
   /** Due claims: nothing more was claimable until these rows are recorded (every row alike). */
