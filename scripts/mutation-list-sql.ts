@@ -507,8 +507,8 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     edits: [
       {
         file: CLAIM_STATEMENTS,
-        find: '${name} AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),',
-        replace: '${name} AS (SELECT * FROM ahead),',
+        find: 'unkeyed AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),',
+        replace: 'unkeyed AS (SELECT * FROM ahead),',
       },
     ],
     tests: [

@@ -155,17 +155,17 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
   } else {
     const { limit, keyed = 'walk' } = target;
     const cursor = target.after ? cursorCte(messages, target) : '';
-    // The scan of the due order into the CTE `name`: after a cursor, the rows after it first,
+    // The scan of the due order into the CTE `unkeyed`: after a cursor, the rows after it first,
     // then, if those fall short, the rows up to it. (Claims taking heads scan their own way:
     // headsScans, claim-heads.ts.)
-    const dueOrder = (name: string, rows: (where: string, rows: string) => string) =>
+    const dueOrder = (rows: (where: string, rows: string) => string) =>
       target.after
         ? `ahead AS (${rows('AND (m.due_at, m.id) > (SELECT due_at, id FROM cursor)', String(limit))}
   ),
   behind AS (${rows('AND (m.due_at, m.id) <= (SELECT due_at, id FROM cursor)', `${limit} - (SELECT count(*) FROM ahead)`)}
   ),
-  ${name} AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),`
-        : `${name} AS (${rows('', String(limit))}
+  unkeyed AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),`
+        : `unkeyed AS (${rows('', String(limit))}
   ),`;
     if (keyed === 'heads') {
       const windows = headsWindows(messages, limit, target.after, claimNow('now'));
@@ -184,7 +184,7 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
       // A paused destination's messages wait (docs/destinations.md), open or half-open: the
       // probe of a half-open one is taken apart (probeStatement).
       const unkeyedRows = (where: string, rows: string) => candidates(where, rows, true, 'none');
-      const unkeyed = `${cursor}${dueOrder('unkeyed', unkeyedRows)}`;
+      const unkeyed = `${cursor}${dueOrder(unkeyedRows)}`;
       const runs = keyed === 'walk' ? keyedRuns(messages, destinations, due, target) : undefined;
       runsGoOn = runs?.runsGoOn;
       dueCtes = runs
