@@ -45,9 +45,10 @@ export interface HeadsScanParts {
  * (A window found first, the `4 x limit`-th unfinished row as a bound on the scan, read that
  * many index entries on every claim: over 1,000 keys of 5, reading only as far as the claim
  * takes cost 0.92x to 0.98x the server CPU per message at 1.02x to 1.06x the rate;
- * docs/benchmarks.md, "Heads read as far as they take".) The lock comes before the head check, so a row the scan reads that is not its
- * key's head stays locked until the claim commits: a claim that meets it meanwhile steps over it,
- * and it waits behind that claim's cursor as rows a lock hid do.
+ * docs/benchmarks.md, "Heads read as far as they take".) The lock comes before the head check,
+ * so a row the scan reads that is not its key's head stays locked until the claim commits: a
+ * claim that meets it meanwhile steps over it, and it waits behind that claim's cursor as rows a
+ * lock hid do.
  *
  * After a cursor, the rows after it first (`ahead`), then, if those fall short, the rows up to
  * it (`behind`, with the wider window): a LIMIT of 0 never starts its read. Without a cursor, the
