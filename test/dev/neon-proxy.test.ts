@@ -36,6 +36,31 @@ async function rejectionOf(promise: Promise<unknown>): Promise<NeonDbError> {
   throw new Error('expected the query to fail, but it succeeded');
 }
 
+/** More than loopback's socket buffers hold, so the tunnel's write to Postgres backs up. */
+const PIPELINED_BYTES = 16 * 1024 * 1024;
+
+/** Well under the 30 s ws gives a close handshake before it drops the socket. */
+const CLOSE_BOUND_MS = 10_000;
+
+/** What the test reaches of the Neon driver's socket. */
+interface NeonSocket {
+  write(data: Buffer): void;
+  ws: { bufferedAmount: number };
+}
+
+/**
+ * Waits until the client has handed every byte to its socket: by then the tunnel has read most
+ * of the pipelined query (the buffers hold a few MiB of it), and it needs a moment for the rest.
+ */
+async function waitForBlockedWrite(webSocket: { bufferedAmount: number }): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (webSocket.bufferedAmount > 0) {
+    if (Date.now() > deadline) throw new Error('the client never sent the pipelined query');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 200));
+}
+
 describe('local Neon proxy', () => {
   let url: string;
   let proxy: NeonProxy;
@@ -110,6 +135,32 @@ describe('local Neon proxy', () => {
         client.release();
       }
       expect(await itemIds()).toEqual([]);
+    });
+
+    it('ends a client promptly when its backend dies while the tunnel waits for Postgres to read', async () => {
+      const client = new NeonClient(url);
+      applyNeonLocalConfig(client.neonConfig, proxy);
+      client.on('error', () => {});
+      await client.connect();
+      const ended = new Promise<number>((resolve) => client.on('end', () => resolve(Date.now())));
+      const pid = (await client.query('select pg_backend_pid() as pid')).rows[0].pid;
+      const sleeping = client.query('select pg_sleep(30)').catch(() => {});
+      // A query pipelined behind the sleep, too big for the socket buffers: Postgres reads none
+      // of it while it sleeps, so the tunnel stops reading the WebSocket until Postgres drains.
+      const text = `select 1 -- ${'x'.repeat(PIPELINED_BYTES)}`;
+      const query = Buffer.alloc(5 + Buffer.byteLength(text) + 1);
+      query.write('Q', 0);
+      query.writeInt32BE(query.length - 1, 1);
+      query.write(text, 5);
+      // The driver's socket (a WebSocket inside): what pg writes its own messages to.
+      const { stream } = (client as unknown as { connection: { stream: NeonSocket } }).connection;
+      stream.write(query);
+      await waitForBlockedWrite(stream.ws);
+      const killedAt = Date.now();
+      await direct.query('select pg_terminate_backend($1)', [pid]);
+      await sleeping;
+      // ws waits 30 s for the close frame a paused WebSocket never reads, then drops the socket.
+      expect((await ended) - killedAt).toBeLessThan(CLOSE_BOUND_MS);
     });
 
     it('a Client can be pointed at the proxy on its own neonConfig', async () => {

@@ -85,7 +85,8 @@ export class WebSocketTunnels {
 
   #pipe(webSocket: WebSocket, postgres: Socket): void {
     webSocket.on('message', (data: RawData) => {
-      if (postgres.destroyed) return;
+      // A socket Postgres has closed takes no more: its write would fail and never drain.
+      if (!postgres.writable) return;
       if (!postgres.write(rawDataToBuffer(data))) webSocket.pause();
     });
     postgres.on('drain', () => webSocket.resume());
@@ -115,6 +116,9 @@ export class WebSocketTunnels {
       postgres.destroy();
     });
     postgres.once('close', (hadError) => {
+      // A socket that closes with writes queued never drains: a WebSocket paused for it would
+      // not read the client's close frame, and ws would hold the client for its 30 s timeout.
+      webSocket.resume();
       if (
         webSocket.readyState === WebSocket.OPEN ||
         webSocket.readyState === WebSocket.CONNECTING
