@@ -90,8 +90,9 @@ export function openFaultDriver(
   return {
     db: wrap(pool),
     async write(outbox, messages, rollBack) {
+      // No 'error' listener here: the pool's 'connect' one covers every client, and one added
+      // per checkout would pile up on a reused client (Node's warning at 11).
       const client = await pool.connect();
-      client.on('error', () => {});
       let broken: Error | undefined;
       try {
         await client.query('BEGIN');
