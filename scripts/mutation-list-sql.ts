@@ -17,6 +17,7 @@ const SETTLE_STATEMENT = 'src/store/settle-statement.ts';
 const CLAIM_STATEMENTS = 'src/store/claim-statements.ts';
 const CLAIM_WALK = 'src/store/claim-walk.ts';
 const CLAIM_HEADS = 'src/store/claim-heads.ts';
+const CLAIM_CURSOR = 'src/store/claim-cursor.ts';
 const OPERATOR_STATEMENTS = 'src/store/operator-statements.ts';
 const REPLAY_STATEMENTS = 'src/store/replay-statements.ts';
 const REPLAY_ORDER_TEST = 'test/store/replay-order.test.ts';
@@ -484,9 +485,9 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     row: 20,
     edits: [
       {
-        file: CLAIM_STATEMENTS,
-        find: "rows('AND (m.due_at, m.id) > (SELECT due_at, id FROM cursor)', String(limit))",
-        replace: "rows('', String(limit))",
+        file: CLAIM_CURSOR,
+        find: "part(`AND (m.due_at, m.id) > ${CURSOR_AT}`, String(limit), 'ahead')",
+        replace: "part('', String(limit), 'ahead')",
       },
     ],
     tests: [
@@ -506,9 +507,9 @@ export const SQL_MUTATIONS: readonly Mutation[] = [
     row: 20,
     edits: [
       {
-        file: CLAIM_STATEMENTS,
-        find: 'unkeyed AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),',
-        replace: 'unkeyed AS (SELECT * FROM ahead),',
+        file: CLAIM_CURSOR,
+        find: '${name} AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),',
+        replace: '${name} AS (SELECT * FROM ahead),',
       },
     ],
     tests: [

@@ -9,9 +9,9 @@
  * row the first is taking: rows still locked by the first cost a failed lock each, and a claim
  * taking heads looks up each one's ordering key first. Over 1,000 keys of 5, claims one at a
  * time spent 0.81x to 0.87x the server CPU per message of claims two at a time
- * (docs/benchmarks.md, "Claims beside one on the wire"). The rows stepped past are not lost: the scan up to the cursor reads them
- * when the scan after it comes back short, and every fourth claim of a backlog starts from the
- * start of the due order.
+ * (docs/benchmarks.md, "Claims beside one on the wire"). The rows stepped past are not lost:
+ * the scan up to the cursor reads them when the scan after it comes back short, and every fourth
+ * claim of a backlog starts from the start of the due order.
  */
 import { cursorSteps, type DueClaimShape, dueParameter } from './due-claim-shape.js';
 
@@ -49,4 +49,29 @@ export function cursorCte(messages: string, shape: DueClaimShape): string {
       OFFSET greatest(${skip} - 1, 0) LIMIT 1
     ) past ON ${skip} > 0),
   `;
+}
+
+/** The cursor's position in due order, for a row comparison `(m.due_at, m.id) > CURSOR_AT`. */
+export const CURSOR_AT = '(SELECT due_at, id FROM cursor)';
+
+/** Which part of the due order a scan from the cursor reads: after the cursor, or up to it. */
+export type CursorSide = 'ahead' | 'behind';
+
+/**
+ * A claim's scan of the due order from its cursor, as the CTE `name`: the rows after the cursor
+ * first (the CTE `ahead`, up to `limit`), then, if those fall short, the rows up to it (`behind`,
+ * what `ahead` left of the limit; a LIMIT of 0 never starts its read). `part` builds one side's
+ * select over alias `m` from the condition that puts a row on that side and how many rows it
+ * may take.
+ */
+export function scanFromCursor(
+  name: string,
+  limit: number,
+  part: (where: string, rows: string, side: CursorSide) => string,
+): string {
+  return `ahead AS (${part(`AND (m.due_at, m.id) > ${CURSOR_AT}`, String(limit), 'ahead')}
+  ),
+  behind AS (${part(`AND (m.due_at, m.id) <= ${CURSOR_AT}`, `${limit} - (SELECT count(*) FROM ahead)`, 'behind')}
+  ),
+  ${name} AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),`;
 }

@@ -15,6 +15,7 @@
  * window ended among held-back rows before the claim was full: the claim then takes what it
  * found, the drain claims again at once, and the next claims walk.
  */
+import { CURSOR_AT, scanFromCursor } from './claim-cursor.js';
 
 /**
  * Rows of the due order a claim taking heads reads, per row of its limit: four after the cursor,
@@ -56,7 +57,6 @@ export interface HeadsScanParts {
  */
 export function headsScans(parts: HeadsScanParts, limit: number, cursor: boolean): string {
   const window = HEADS_WINDOW_PER_ROW * limit;
-  const at = '(SELECT due_at, id FROM cursor)';
   // The read's rows keep its due order through the filter and the LIMIT above it (no sort: the
   // planner does not know the locked rows are in order, and a sort would read them all).
   const scan = (where: string, rows: number, heads: string) => `
@@ -67,11 +67,9 @@ export function headsScans(parts: HeadsScanParts, limit: number, cursor: boolean
   if (!cursor)
     return `heads AS (${scan('', 2 * window, String(limit))}
   ),`;
-  return `ahead AS (${scan(`AND (m.due_at, m.id) > ${at}`, window, String(limit))}
-  ),
-  behind AS (${scan(`AND (m.due_at, m.id) <= ${at}`, 2 * window, `${limit} - (SELECT count(*) FROM ahead)`)}
-  ),
-  heads AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),`;
+  return scanFromCursor('heads', limit, (where, heads, side) =>
+    scan(where, side === 'ahead' ? window : 2 * window, heads),
+  );
 }
 
 /**
@@ -92,8 +90,7 @@ export function headsWindows(
   cursor: boolean,
   now: string,
 ): { ctes: string; heldBack: string } {
-  const at = '(SELECT due_at, id FROM cursor)';
-  const ahead = headsWindow(messages, 'ahead_window', limit, cursor ? at : null);
+  const ahead = headsWindow(messages, 'ahead_window', limit, cursor ? CURSOR_AT : null);
   const behind = cursor ? headsWindow(messages, 'behind_window', limit, null) : undefined;
   return {
     ctes: `${ahead}${behind ? `\n  ${behind}` : ''}
@@ -102,7 +99,7 @@ export function headsWindows(
       EXISTS (SELECT 1 FROM ahead_window WHERE due_at <= ${now})${
         behind
           ? `
-      OR EXISTS (SELECT 1 FROM behind_window w WHERE (w.due_at, w.id) < ${at} AND w.due_at <= ${now})`
+      OR EXISTS (SELECT 1 FROM behind_window w WHERE (w.due_at, w.id) < ${CURSOR_AT} AND w.due_at <= ${now})`
           : ''
       }
     ELSE false END)`,

@@ -3,7 +3,7 @@
  * one statement. Built per schema and limit by outboxStatements (statements.ts).
  */
 
-import { cursorCte } from './claim-cursor.js';
+import { cursorCte, scanFromCursor } from './claim-cursor.js';
 import { headsScans, headsWindows } from './claim-heads.js';
 import { probeStatement } from './claim-probes.js';
 import { firstKeyStatement, keyedClaimFlags, keyedRunsStatement } from './claim-walk.js';
@@ -155,16 +155,11 @@ export function claimStatement(quotedSchema: string, target: DueClaimShape | 'ke
   } else {
     const { limit, keyed = 'walk' } = target;
     const cursor = target.after ? cursorCte(messages, target) : '';
-    // The scan of the due order into the CTE `unkeyed`: after a cursor, the rows after it first,
-    // then, if those fall short, the rows up to it. (Claims taking heads scan their own way:
-    // headsScans, claim-heads.ts.)
+    // The scan of the due order into the CTE `unkeyed`, from the cursor where there is one.
+    // (Claims taking heads scan with windows of their own: headsScans, claim-heads.ts.)
     const dueOrder = (rows: (where: string, rows: string) => string) =>
       target.after
-        ? `ahead AS (${rows('AND (m.due_at, m.id) > (SELECT due_at, id FROM cursor)', String(limit))}
-  ),
-  behind AS (${rows('AND (m.due_at, m.id) <= (SELECT due_at, id FROM cursor)', `${limit} - (SELECT count(*) FROM ahead)`)}
-  ),
-  unkeyed AS (SELECT * FROM ahead UNION ALL SELECT * FROM behind),`
+        ? scanFromCursor('unkeyed', limit, rows)
         : `unkeyed AS (${rows('', String(limit))}
   ),`;
     if (keyed === 'heads') {
