@@ -9,24 +9,20 @@
  */
 import { describe, expect, it } from 'vitest';
 import { drainOnce } from '../../src/core/drain.js';
-import type {
-  ClaimRequest,
-  ClaimResult,
-  HeldRun,
-  OutboxStore,
-} from '../../src/core/outbox-store.js';
+import type { ClaimResult, HeldRun, OutboxStore } from '../../src/core/outbox-store.js';
 import type { Outbox } from '../../src/outbox.js';
 import { HEADS_WINDOW_PER_ROW } from '../../src/store/claim-heads.js';
-import { dueClaimNamed } from '../../src/store/due-claim-shape.js';
 import { useTestDatabase } from '../support/database.js';
 import {
   claimCountingStore,
+  claimOf10,
   claimRequest,
   freshOutbox,
+  keysTaken,
   recordingSender,
   settleDelivered,
   walkKeysNext,
-  watchedExecutor,
+  watchedClaims,
 } from '../support/drain-fixtures.js';
 import { DRIVER_NAMES, type Driver, useDriver } from '../support/drivers.js';
 import { allNodes, type PlanNode, planAsRun } from '../support/query-plans.js';
@@ -54,17 +50,7 @@ async function headsOutbox(
       dueAt: new Date(startMs + n),
     })),
   );
-  const ways: string[] = [];
-  let last: { text: string; params: unknown[] } | undefined;
-  const store = outbox.store(
-    watchedExecutor(driver.db, (text, params = []) => {
-      const claim = dueClaimNamed(text);
-      if (claim === undefined) return;
-      ways.push(claim.keyed);
-      last = { text, params };
-    }),
-  );
-  return { outbox, store, keys, ways, lastClaim: () => last! };
+  return { outbox, keys, ...watchedClaims(outbox, driver.db) };
 }
 
 /**
@@ -91,11 +77,6 @@ async function rowsScanned(
 /** `count` ordering keys, key-000, key-001, ... in turn over `keys` keys. */
 function inTurn(count: number, keys: number): string[] {
   return Array.from({ length: count }, (_, n) => `key-${String(n % keys).padStart(3, '0')}`);
-}
-
-/** A claim of 10 with a share of 5, after the position `resumeAt`. */
-function claimOf10(overrides: Partial<ClaimRequest> = {}): ClaimRequest {
-  return claimRequest({ limit: 10, keyShare: 5, ...overrides });
 }
 
 /** Readies `store` to walk, then makes two claims of 10: the walk, and the claim after it. */
@@ -136,9 +117,6 @@ function heldRunsOf(claims: readonly ClaimResult[]): HeldRun[] {
   );
 }
 
-/** The message keys of a claim's rows, in the order the claim returned them. */
-const taken = (result: ClaimResult) => result.claimed.map((message) => message.key);
-
 describe('claims taking heads', () => {
   const driver = useDriver('node-pg', database);
 
@@ -146,18 +124,18 @@ describe('claims taking heads', () => {
     // 30 keys, two messages each: the walk's runs are two long, a share is five.
     const { store, keys, ways, lastClaim } = await headsOutbox(driver, inTurn(60, 30));
     const { walked, next: heads } = await walkThenNext(store);
-    expect(taken(walked)).toHaveLength(10);
+    expect(keysTaken(walked)).toHaveLength(10);
     // The heads of keys 5 to 14 in due order. Keys 0 to 4 are out with the walk's claim (both
     // their messages), so nothing of theirs is a head.
     expect(ways.slice(1)).toEqual(['walk', 'heads']);
-    expect(taken(heads)).toEqual(keys.slice(5, 15));
+    expect(keysTaken(heads)).toEqual(keys.slice(5, 15));
     expect(heads.partial).toBeUndefined();
     expect(heads.oneAtATime).toBeUndefined();
     // In a backlog, the next claim's scan starts after the last row this one took, keyed or not.
     const next = await store.claim(claimOf10({ resumeAt: heads.resumeAt, backlog: true }));
     expect(ways.at(-1)).toBe('heads');
     expect(String(lastClaim().params.at(-2))).toBe(heads.claimed.at(-1)!.id);
-    expect(taken(next)).toEqual(keys.slice(15, 25));
+    expect(keysTaken(next)).toEqual(keys.slice(15, 25));
   });
 
   it('never take a message while an earlier one of its key is pending or claimed, whatever its due time', async () => {
@@ -169,17 +147,17 @@ describe('claims taking heads', () => {
     ]);
     // Another drain's kick holds key-00's first message.
     const kicked = await store.claim(claimRequest({ keys: [keys[0]!], limit: 1 }));
-    expect(taken(kicked)).toEqual([keys[0]]);
+    expect(keysTaken(kicked)).toEqual([keys[0]]);
     const { walked, next: heads } = await walkThenNext(store);
-    expect(taken(walked)).toEqual(keys.slice(2, 12));
+    expect(keysTaken(walked)).toEqual(keys.slice(2, 12));
     // key-00's second message, due before every head, waits for its first.
     expect(ways.at(-1)).toBe('heads');
-    expect(taken(heads)).toEqual(keys.slice(12, 22));
+    expect(keysTaken(heads)).toEqual(keys.slice(12, 22));
     // Once key-00's first is delivered, its second is a head like any other.
     await settleDelivered(store, kicked.claimed);
     const next = await store.claim(claimOf10({ resumeAt: heads.resumeAt }));
     expect(ways.at(-1)).toBe('heads');
-    expect(taken(next)[0]).toBe(keys[1]);
+    expect(keysTaken(next)[0]).toBe(keys[1]);
   });
 
   it('come back partial when their window ends among held-back rows, and the claims after them walk', async () => {
@@ -191,11 +169,11 @@ describe('claims taking heads', () => {
       ...Array.from({ length: deep }, () => 'zz-deep'),
     ]);
     const { walked, next: heads } = await walkThenNext(store);
-    expect(taken(walked)).toEqual(keys.slice(0, 10));
+    expect(keysTaken(walked)).toEqual(keys.slice(0, 10));
     // The two heads left and the deep key's head; the rest of the window is the deep key's
     // backlog, held back behind its head.
     expect(ways.at(-1)).toBe('heads');
-    expect(taken(heads)).toEqual(keys.slice(10, 13));
+    expect(keysTaken(heads)).toEqual(keys.slice(10, 13));
     expect(heads.partial).toBe(true);
     await store.claim(claimOf10({ resumeAt: heads.resumeAt }));
     expect(ways.at(-1)).toBe('walk');
@@ -218,7 +196,7 @@ describe('claims taking heads', () => {
     // walk, which over many keys pays a step per key for rows that are heads once this drain's
     // are recorded.
     const short = claims.at(-1)!;
-    expect(taken(short)).toEqual(keys.slice(45, 50));
+    expect(keysTaken(short)).toEqual(keys.slice(45, 50));
     expect(short.partial).toBe(true);
     expect(ways.at(-1)).toBe('heads');
     await store.claim(claimOf10({ resumeAt: short.resumeAt, holding: holding() }));
@@ -272,7 +250,7 @@ describe('claims taking heads', () => {
       const holding = next === 'heads' ? heldRunsOf([walked]) : [];
       const heads = await store.claim(claimOf10({ resumeAt: walked.resumeAt, holding }));
       expect(ways.slice(-2)).toEqual(['walk', 'heads']);
-      expect(taken(heads)).toEqual(keys.slice(10, 13));
+      expect(keysTaken(heads)).toEqual(keys.slice(10, 13));
       expect(heads.partial).toBeUndefined();
       await store.claim(claimOf10({ resumeAt: heads.resumeAt }));
       expect(ways.at(-1)).toBe(next);
@@ -283,7 +261,7 @@ describe('claims taking heads', () => {
     const { outbox, store, ways } = await headsOutbox(driver, inTurn(60, 30));
     const { walked, next: heads } = await walkThenNext(store);
     expect(ways.at(-1)).toBe('heads');
-    expect(taken(heads)).toHaveLength(10);
+    expect(keysTaken(heads)).toHaveLength(10);
     await deliverAll(store, walked, heads);
     // A store that takes no keyed rows (its first claim takes heads, after a store that took
     // them, and finds none unfinished) leaves the next store's first claim without them.
@@ -309,7 +287,7 @@ describe('claims taking heads', () => {
     const again = await headsOutbox(driver, inTurn(60, 30), outbox);
     const first = await again.store.claim(claimOf10());
     expect(again.ways).toEqual(['heads']);
-    expect(taken(first)).toEqual(again.keys.slice(0, 10));
+    expect(keysTaken(first)).toEqual(again.keys.slice(0, 10));
     expect(first.partial).toBeUndefined();
   });
 
@@ -331,7 +309,7 @@ describe('claims taking heads', () => {
     const heads = await store.claim(claimOf10({ backlog: true }));
     expect(ways.at(-1)).toBe('heads');
     expect(lastClaim().params.at(-3)).toBe('infinity');
-    expect(taken(heads)).toEqual(keys.slice(10, 13));
+    expect(keysTaken(heads)).toEqual(keys.slice(10, 13));
     // Its window ended on a row due in an hour: nothing past it is due either.
     expect(heads.partial).toBeUndefined();
   });
@@ -378,15 +356,9 @@ describe.each(DRIVER_NAMES)('drains taking heads, through %s', (driverName) => {
         orderingKey,
       })),
     );
-    const ways: string[] = [];
-    const watched = outbox.store(
-      watchedExecutor(driver.db, (text) => {
-        const claim = dueClaimNamed(text);
-        if (claim) ways.push(claim.keyed);
-      }),
-    );
+    const { store, ways } = watchedClaims(outbox, driver.db);
     // Each claim 10 ms away, so the lanes empty the queue before one lands.
-    const far = claimCountingStore(watched as OutboxStore, 10);
+    const far = claimCountingStore(store, 10);
     const sender = recordingSender();
     const report = await drainOnce({
       store: far.store,

@@ -8,37 +8,21 @@
  */
 import type pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ClaimRequest, ClaimResult } from '../../src/core/outbox-store.js';
+import type { ClaimResult } from '../../src/core/outbox-store.js';
 import { pgExecutor } from '../../src/drivers/node-pg.js';
 import type { Outbox } from '../../src/outbox.js';
-import { dueClaimNamed } from '../../src/store/due-claim-shape.js';
 import { useTestDatabase } from '../support/database.js';
 import {
-  claimRequest,
+  claimOf10,
   freshOutbox,
+  keysTaken,
   settleDelivered,
   walkKeysNext,
-  watchedExecutor,
+  watchedClaims,
 } from '../support/drain-fixtures.js';
 import { useDriver } from '../support/drivers.js';
 
 const database = useTestDatabase();
-
-/** A claim of 10 at shares of 5: a walk of it visits two keys. */
-const claimOf10 = (overrides: Partial<ClaimRequest> = {}) =>
-  claimRequest({ limit: 10, keyShare: 5, ...overrides });
-
-/** A store over `db` that notes the way each of its claims took keyed rows. */
-function watchedStore(outbox: Outbox, db: Parameters<Outbox['store']>[0]) {
-  const ways: string[] = [];
-  const store = outbox.store(
-    watchedExecutor(db, (text) => {
-      const claim = dueClaimNamed(text);
-      if (claim !== undefined) ways.push(claim.keyed);
-    }),
-  );
-  return { store, ways };
-}
 
 /** The rows of `ids` another connection can lock now, as a claim's FOR UPDATE SKIP LOCKED can. */
 async function lockable(outbox: Outbox, ids: readonly string[]): Promise<string[]> {
@@ -56,8 +40,6 @@ async function lockable(outbox: Outbox, ids: readonly string[]): Promise<string[
     client.release();
   }
 }
-
-const keysOf = (result: ClaimResult) => result.claimed.map((message) => message.key);
 
 describe('a claim taking heads, its transaction open', () => {
   const driver = useDriver('node-pg', database);
@@ -106,23 +88,23 @@ describe('a claim taking heads, its transaction open', () => {
     const zzSecond = rows[0]!.id;
 
     await client.query('BEGIN');
-    const first = watchedStore(outbox, pgExecutor(client));
+    const first = watchedClaims(outbox, pgExecutor(client));
     await walkKeysNext(first.store);
     const walked = await first.store.claim(claimOf10());
     const heads = await first.store.claim(claimOf10({ resumeAt: walked.resumeAt }));
     expect(first.ways.slice(-2)).toEqual(['walk', 'heads']);
-    expect(keysOf(walked)).toEqual(messageKeys.slice(0, 10));
-    expect(keysOf(heads)).toEqual([messageKeys[10], ...messageKeys.slice(12, 21)]);
+    expect(keysTaken(walked)).toEqual(messageKeys.slice(0, 10));
+    expect(keysTaken(heads)).toEqual([messageKeys[10], ...messageKeys.slice(12, 21)]);
     expect(await lockable(outbox, [zzSecond])).toEqual([]);
 
     // Beside it, on another connection, a store's claims: they wait for nothing, step over
     // every row the open claim locked, and take the rest.
-    const beside = watchedStore(outbox, pgExecutor(besideClient));
+    const beside = watchedClaims(outbox, pgExecutor(besideClient));
     const besideTaken: string[] = [];
     let resumeAt: ClaimResult['resumeAt'];
     for (let n = 0; n < 5; n++) {
       const result = await beside.store.claim(claimOf10({ resumeAt }));
-      besideTaken.push(...keysOf(result));
+      besideTaken.push(...keysTaken(result));
       resumeAt = result.resumeAt;
       if (result.claimed.length === 0) break;
     }
@@ -134,6 +116,6 @@ describe('a claim taking heads, its transaction open', () => {
     expect(await lockable(outbox, [zzSecond])).toEqual([zzSecond]);
     await settleDelivered(first.store, heads.claimed);
     const after = await beside.store.claim(claimOf10({ resumeAt }));
-    expect(keysOf(after)).toEqual([messageKeys[11]]);
+    expect(keysTaken(after)).toEqual([messageKeys[11]]);
   });
 });

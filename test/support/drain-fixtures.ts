@@ -1,11 +1,17 @@
 /** Fixtures for drain tests: a movable clock, seeded randomness, recording senders. */
 
 import type { DrainOptions, DrainReport, StopReason } from '../../src/core/drain-settings.js';
-import type { ClaimedMessage, ClaimRequest, OutboxStore } from '../../src/core/outbox-store.js';
+import type {
+  ClaimedMessage,
+  ClaimRequest,
+  ClaimResult,
+  OutboxStore,
+} from '../../src/core/outbox-store.js';
 import type { Clock, SqlExecutor } from '../../src/core/ports.js';
 import type { OutboundMessage, Sender } from '../../src/core/sender.js';
 import { delivered } from '../../src/core/settlement.js';
 import { createOutbox, type Outbox, type OutboxOptions } from '../../src/outbox.js';
+import { dueClaimNamed } from '../../src/store/due-claim-shape.js';
 import type { PostgresOutboxStore } from '../../src/store/postgres-store.js';
 import type { Driver } from './drivers.js';
 
@@ -151,6 +157,14 @@ export function claimRequest(overrides: Partial<ClaimRequest> = {}): ClaimReques
   };
 }
 
+/** A claim of 10 with a share of 5 (a walk of it visits two keys), after `resumeAt` if given. */
+export function claimOf10(overrides: Partial<ClaimRequest> = {}): ClaimRequest {
+  return claimRequest({ limit: 10, keyShare: 5, ...overrides });
+}
+
+/** The message keys of a claim's rows, in the order the claim returned them. */
+export const keysTaken = (result: ClaimResult) => result.claimed.map((message) => message.key);
+
 /** Records every message of `claimed` as delivered, now. */
 export function settleDelivered(store: OutboxStore, claimed: readonly ClaimedMessage[]) {
   return store.settle(
@@ -213,4 +227,22 @@ export function watchedExecutor(
       return db.query(text, params);
     },
   };
+}
+
+/**
+ * A store of `outbox` over `db` that notes the way each of its due claims took keyed rows (walk,
+ * heads, ...) and keeps the last claim's text and parameters, to plan it again.
+ */
+export function watchedClaims(outbox: Outbox, db: SqlExecutor) {
+  const ways: string[] = [];
+  let last: { text: string; params: unknown[] } | undefined;
+  const store = outbox.store(
+    watchedExecutor(db, (text, params = []) => {
+      const claim = dueClaimNamed(text);
+      if (claim === undefined) return;
+      ways.push(claim.keyed);
+      last = { text, params };
+    }),
+  );
+  return { store, ways, lastClaim: () => last! };
 }
