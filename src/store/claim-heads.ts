@@ -51,9 +51,9 @@ export interface HeadsScanParts {
  * claim that meets it meanwhile steps over it, and it waits behind that claim's cursor as rows a
  * lock hid do.
  *
- * After a cursor, the rows after it first (`ahead`), then, if those fall short, the rows up to
- * it (`behind`, with the wider window): a LIMIT of 0 never starts its read. Without a cursor, the
- * due order from the start, with the wider window.
+ * After a cursor, the scan runs from it as every claim's does (scanFromCursor, claim-cursor.ts),
+ * the part behind it with the wider window. Without a cursor, the due order from the start, with
+ * the wider window.
  */
 export function headsScans(parts: HeadsScanParts, limit: number, cursor: boolean): string {
   const window = HEADS_WINDOW_PER_ROW * limit;
