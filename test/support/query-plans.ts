@@ -6,6 +6,8 @@ import { postgresArrayLiteral } from '../../src/drivers/array-literal.js';
 export interface PlanNode {
   'Node Type': string;
   'CTE Name'?: string;
+  /** How a plan under another is named, e.g. `CTE walk` or `InitPlan 3`. */
+  'Subplan Name'?: string;
   'Index Name'?: string;
   'Index Cond'?: string;
   'Relation Name'?: string;
