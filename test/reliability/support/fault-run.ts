@@ -101,8 +101,13 @@ export function openFaultDriver(
         if (rollBack) await client.query('SELECT 1 / 0');
         await client.query('COMMIT');
       } catch (error) {
-        broken = error as Error;
-        await client.query('ROLLBACK').catch(() => {});
+        // A client whose ROLLBACK goes through is fine to reuse (a deliberate rollback, a
+        // refused message); one whose ROLLBACK fails lost its connection and is dropped. Dropped
+        // after every failure, each rolled-back write opened a connection of its own.
+        broken = await client.query('ROLLBACK').then(
+          () => undefined,
+          (rollbackError: Error) => rollbackError,
+        );
         throw error;
       } finally {
         client.release(broken);
