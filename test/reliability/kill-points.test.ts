@@ -37,6 +37,7 @@ import {
   startDeliveryLedger,
 } from './support/delivery-ledger.js';
 import { recordScenario } from './support/scenario-results.js';
+import { LONG_SCENARIO_TIMEOUT_MS } from './support/timeouts.js';
 
 const KILL_DRAIN = fileURLToPath(new URL('./fixtures/kill-drain.ts', import.meta.url));
 /** 17 per driver: 68 kills in all over the four, past the issue's "at least 50". */
@@ -228,9 +229,20 @@ async function killLane(driver: DriverName, random: () => number) {
     });
   }
 
-  // Whatever the kills left claimed: a drain whose clock is past every lease finishes it.
+  // Whatever the kills left claimed, or waiting out a retry's backoff (a send that outlived
+  // the children's 1 s timeout on a loaded machine): a drain whose clock is past every lease
+  // and every due time finishes it. The clock moves on before each pass, past any retry the
+  // pass before scheduled.
   const store = outbox.store(db);
   const clock = fakeClock(new Date(Date.now() + LEASE_MS + 1_000));
+  const pastEveryDue = async () => {
+    const { rows } = await db.query(
+      `SELECT (extract(epoch FROM max(due_at)) * 1000)::float8 AS due_ms
+       FROM ${schema}.messages WHERE delivered_at IS NULL AND dead_at IS NULL`,
+    );
+    const dueMs = Number(rows[0]?.due_ms ?? 0);
+    if (dueMs >= clock.now().getTime()) clock.set(new Date(dueMs + 1_000));
+  };
   const recovery = loopbackWebhookSender(ledger.port, { secret, userAgent: 'recovery' });
   const recoveryQueue = sqsSender({
     queueUrl: await newQueue(`recovery-${driver}`),
@@ -240,6 +252,7 @@ async function killLane(driver: DriverName, random: () => number) {
   });
   const senders = { webhook: recovery, [QUEUE_KIND]: recoveryQueue };
   for (let pass = 0; pass < 5; pass++) {
+    await pastEveryDue();
     const report = await drainOnce({ store, senders, clock });
     if (report.claimed === 0) break;
   }
@@ -273,79 +286,83 @@ function outOfOrder(
 }
 
 describe('drain processes SIGKILLed at random moments', () => {
-  it(`over ${DRIVER_NAMES.join(', ')}: every committed message delivered, duplicates only after a kill between send and settle`, async () => {
-    const random = seededRandom(20261130);
-    const lanes = await Promise.all(DRIVER_NAMES.map((driver) => killLane(driver, random)));
+  it(
+    `over ${DRIVER_NAMES.join(', ')}: every committed message delivered, duplicates only after a kill between send and settle`,
+    async () => {
+      const random = seededRandom(20261130);
+      const lanes = await Promise.all(DRIVER_NAMES.map((driver) => killLane(driver, random)));
 
-    const committed = lanes.flatMap((lane) => lane.committed);
-    const runs = lanes.flatMap((lane) => lane.runs);
-    const queued = queueDeliveries();
-    const result = account([...ledger.deliveries, ...queued], committed);
-    for (const lane of lanes) {
-      expect(lane.stats).toMatchObject({ pending: 0, claimed: 0, dead: 0 });
-    }
-    expect(result.lost).toEqual([]);
-    expect(result.rolledBackSent).toEqual([]);
-    // Each receiver's own arrival order: the ledger's for webhooks, the queues' for the rest.
-    const passedAhead = lanes.flatMap((lane) => [
-      ...outOfOrder(ledger.deliveries, lane.orderingKeyOf, lane.committed),
-      ...outOfOrder(queued, lane.orderingKeyOf, lane.committed),
-    ]);
-    expect(passedAhead).toEqual([]);
-    // Over every driver, processes were killed after claims of both ways of taking keyed rows:
-    // keys' heads in due order (every run meant to, see headsRunKey), and the walk of the keys
-    // (src/store/due-claim.ts).
-    for (const lane of lanes) {
-      const headsRuns = lane.runs.filter((run) => run.point === 'after-heads');
-      expect({
-        driver: lane.driver,
-        killedAfterHeads: headsRuns.map((run) => run.killed && run.ways.includes('heads')),
-      }).toEqual({ driver: lane.driver, killedAfterHeads: headsRuns.map(() => true) });
-      expect({
-        driver: lane.driver,
-        walk: lane.runs.some((run) => run.killed && run.ways.includes('walk')),
-      }).toEqual({ driver: lane.driver, walk: true });
-    }
-    const claimWays = (way: string) => runs.flatMap((run) => run.ways).filter((w) => w === way);
-
-    const runByAgent = new Map(runs.flatMap((run) => run.agents.map((agent) => [agent, run])));
-    const perKill: Record<string, { kills: number; duplicates: number }> = {};
-    for (const point of KILL_POINTS) {
-      perKill[point] = {
-        kills: runs.filter((run) => run.point === point && run.killed).length,
-        duplicates: 0,
-      };
-    }
-    const unexplained: string[] = [];
-    for (const [key, deliveries] of result.duplicated) {
-      // Every delivery but the last must come from a process killed before it recorded it.
-      for (const delivery of deliveries.slice(0, -1)) {
-        const run = runByAgent.get(delivery.by);
-        if (!run?.killed || run.settled.has(key)) {
-          unexplained.push(`${key} by ${delivery.by}`);
-          continue;
-        }
-        perKill[run.point]!.duplicates += 1;
+      const committed = lanes.flatMap((lane) => lane.committed);
+      const runs = lanes.flatMap((lane) => lane.runs);
+      const queued = queueDeliveries();
+      const result = account([...ledger.deliveries, ...queued], committed);
+      for (const lane of lanes) {
+        expect(lane.stats).toMatchObject({ pending: 0, claimed: 0, dead: 0 });
       }
-    }
-    expect(unexplained).toEqual([]);
-    const kills = runs.filter((run) => run.killed).length;
-    expect(kills).toBeGreaterThanOrEqual(Math.min(50, RUNS_PER_DRIVER * 3) - 3);
+      expect(result.lost).toEqual([]);
+      expect(result.rolledBackSent).toEqual([]);
+      // Each receiver's own arrival order: the ledger's for webhooks, the queues' for the rest.
+      const passedAhead = lanes.flatMap((lane) => [
+        ...outOfOrder(ledger.deliveries, lane.orderingKeyOf, lane.committed),
+        ...outOfOrder(queued, lane.orderingKeyOf, lane.committed),
+      ]);
+      expect(passedAhead).toEqual([]);
+      // Over every driver, processes were killed after claims of both ways of taking keyed rows:
+      // keys' heads in due order (every run meant to, see headsRunKey), and the walk of the keys
+      // (src/store/due-claim.ts).
+      for (const lane of lanes) {
+        const headsRuns = lane.runs.filter((run) => run.point === 'after-heads');
+        expect({
+          driver: lane.driver,
+          killedAfterHeads: headsRuns.map((run) => run.killed && run.ways.includes('heads')),
+        }).toEqual({ driver: lane.driver, killedAfterHeads: headsRuns.map(() => true) });
+        expect({
+          driver: lane.driver,
+          walk: lane.runs.some((run) => run.killed && run.ways.includes('walk')),
+        }).toEqual({ driver: lane.driver, walk: true });
+      }
+      const claimWays = (way: string) => runs.flatMap((run) => run.ways).filter((w) => w === way);
 
-    recordScenario('kill-points', {
-      scenario: `kill points: drain processes over ${DRIVER_NAMES.join(', ')}`,
-      runs: runs.length,
-      messages: committed.length,
-      faults: kills,
-      injected: `SIGKILL after claim, mid-send, after send, mid-settle, after a claim taking heads; half webhooks, half SQS batches (${queued.length} queue copies); ${ORDERING_KEYS} ordering keys per driver and destination, per-key order checked at each receiver (${passedAhead.length} out of order); due claims ${claimWays('heads').length} taking heads, ${claimWays('walk').length} walking the keys and ${claimWays('walk shares').length} walking them for first shares only, ${claimWays('none').length} without keyed rows`,
-      lost: result.lost.length,
-      duplicated: result.extraDeliveries,
-      rolledBackSent: result.rolledBackSent.length,
-      duplicatesAllowed:
-        result.extraDeliveries === 0
-          ? ''
-          : 'each first sent by a process SIGKILLed before its settle; resent under the same key',
-      duplicatesPerKill: perKill,
-    });
-  });
+      const runByAgent = new Map(runs.flatMap((run) => run.agents.map((agent) => [agent, run])));
+      const perKill: Record<string, { kills: number; duplicates: number }> = {};
+      for (const point of KILL_POINTS) {
+        perKill[point] = {
+          kills: runs.filter((run) => run.point === point && run.killed).length,
+          duplicates: 0,
+        };
+      }
+      const unexplained: string[] = [];
+      for (const [key, deliveries] of result.duplicated) {
+        // Every delivery but the last must come from a process killed before it recorded it.
+        for (const delivery of deliveries.slice(0, -1)) {
+          const run = runByAgent.get(delivery.by);
+          if (!run?.killed || run.settled.has(key)) {
+            unexplained.push(`${key} by ${delivery.by}`);
+            continue;
+          }
+          perKill[run.point]!.duplicates += 1;
+        }
+      }
+      expect(unexplained).toEqual([]);
+      const kills = runs.filter((run) => run.killed).length;
+      expect(kills).toBeGreaterThanOrEqual(Math.min(50, RUNS_PER_DRIVER * 3) - 3);
+
+      recordScenario('kill-points', {
+        scenario: `kill points: drain processes over ${DRIVER_NAMES.join(', ')}`,
+        runs: runs.length,
+        messages: committed.length,
+        faults: kills,
+        injected: `SIGKILL after claim, mid-send, after send, mid-settle, after a claim taking heads; half webhooks, half SQS batches (${queued.length} queue copies); ${ORDERING_KEYS} ordering keys per driver and destination, per-key order checked at each receiver (${passedAhead.length} out of order); due claims ${claimWays('heads').length} taking heads, ${claimWays('walk').length} walking the keys and ${claimWays('walk shares').length} walking them for first shares only, ${claimWays('none').length} without keyed rows`,
+        lost: result.lost.length,
+        duplicated: result.extraDeliveries,
+        rolledBackSent: result.rolledBackSent.length,
+        duplicatesAllowed:
+          result.extraDeliveries === 0
+            ? ''
+            : 'each first sent by a process SIGKILLed before its settle; resent under the same key',
+        duplicatesPerKill: perKill,
+      });
+    },
+    LONG_SCENARIO_TIMEOUT_MS,
+  );
 });

@@ -33,6 +33,7 @@ import { useTestDatabase } from '../support/database.js';
 import { account, type DeliveryLedger, startDeliveryLedger } from './support/delivery-ledger.js';
 import { type LatencyProxy, startLatencyProxy } from './support/latency-proxy.js';
 import { recordScenario } from './support/scenario-results.js';
+import { LONG_SCENARIO_TIMEOUT_MS } from './support/timeouts.js';
 
 const fixture = fileURLToPath(new URL('../../examples/own-app/', import.meta.url));
 /**
@@ -114,139 +115,143 @@ function viaLatency(url: string): string {
 }
 
 describe('8 overlapping drains on three runtimes while the app writes', () => {
-  it(`deliver every committed message of ${MESSAGES} exactly once and no rolled-back one`, async () => {
-    const committedIntent: string[] = [];
-    const rolledBack: string[] = [];
-    let writing = true;
+  it(
+    `deliver every committed message of ${MESSAGES} exactly once and no rolled-back one`,
+    async () => {
+      const committedIntent: string[] = [];
+      const rolledBack: string[] = [];
+      let writing = true;
 
-    // The app: a steady stream of transactions, each a ticket and its webhooks, half failing
-    // on purpose after the enqueue so the whole transaction rolls back.
-    const app = (async () => {
-      for (let written = 0, index = 0; written < MESSAGES; index++) {
-        const rollBack = index % 2 === 1;
-        const messages = Array.from({ length: MESSAGES_PER_TRANSACTION }, () => ({
-          key: randomUUID(),
-          kind: 'webhook',
-          payload: { url: `${ledger.url}/tickets`, body: { index, rollBack } },
-        }));
-        written += messages.length;
-        (rollBack ? rolledBack : committedIntent).push(...messages.map((m) => m.key));
-        const client = await database.pool.connect();
-        try {
-          await client.query('BEGIN');
-          await client.query('INSERT INTO shop.tickets (title, notify_url) VALUES ($1, $2)', [
-            `ticket ${index}`,
-            `${ledger.url}/tickets`,
-          ]);
-          await outbox.enqueue(pgExecutor(client), messages);
-          if (rollBack) await client.query('SELECT 1 / 0');
-          await client.query('COMMIT');
-        } catch {
-          await client.query('ROLLBACK');
-        } finally {
-          client.release();
+      // The app: a steady stream of transactions, each a ticket and its webhooks, half failing
+      // on purpose after the enqueue so the whole transaction rolls back.
+      const app = (async () => {
+        for (let written = 0, index = 0; written < MESSAGES; index++) {
+          const rollBack = index % 2 === 1;
+          const messages = Array.from({ length: MESSAGES_PER_TRANSACTION }, () => ({
+            key: randomUUID(),
+            kind: 'webhook',
+            payload: { url: `${ledger.url}/tickets`, body: { index, rollBack } },
+          }));
+          written += messages.length;
+          (rollBack ? rolledBack : committedIntent).push(...messages.map((m) => m.key));
+          const client = await database.pool.connect();
+          try {
+            await client.query('BEGIN');
+            await client.query('INSERT INTO shop.tickets (title, notify_url) VALUES ($1, $2)', [
+              `ticket ${index}`,
+              `${ledger.url}/tickets`,
+            ]);
+            await outbox.enqueue(pgExecutor(client), messages);
+            if (rollBack) await client.query('SELECT 1 / 0');
+            await client.query('COMMIT');
+          } catch {
+            await client.query('ROLLBACK');
+          } finally {
+            client.release();
+          }
         }
-      }
-      writing = false;
-    })();
+        writing = false;
+      })();
 
-    const pending = async () =>
-      Number(
-        (
-          await database.pool.query<{ n: string }>(
-            "SELECT count(*) AS n FROM outbox.messages WHERE state IN ('pending', 'claimed')",
-          )
-        ).rows[0]!.n,
-      );
-    const busy = async () => writing || (await pending()) > 0;
-    const runs = { node: 0, workers: 0, lambda: 0, duplicateEvents: 0 };
-
-    // 4 Node drain schedules, in-process, over node-pg.
-    const schedules = Array.from({ length: 4 }, () =>
-      startDrainSchedule(
-        ownDrainSetup(pgExecutor(database.pool), {
-          webhookSecret: secret,
-          allowHosts: [`127.0.0.1:${ledger.port}`],
-        }),
-        {
-          intervalMs: 50,
-          // A cron-sized budget: sends get 10 s, as in production. (A 1 s budget gives 500 ms
-          // sends, which time out under this load after the receiver took them: resent, same key.)
-          budgetMs: 20_000,
-          purgeIntervalMs: false,
-          logRuns: false,
-          onTick: () => {
-            runs.node += 1;
-          },
-        },
-      ),
-    );
-    // 2 lanes of Worker cron invocations in workerd (Neon HTTP, 50 subrequests each).
-    const workerLane = async () => {
-      while (await busy()) {
-        const response = await worker.scheduled('* * * * *');
-        expect(response.status).toBe(200);
-        runs.workers += 1;
-      }
-    };
-    // 2 warm Lambda instances receiving the same EventBridge event at once, event after event.
-    const lambdaLanes = async () => {
-      for (let minute = 0; await busy(); minute++) {
-        const event = {
-          version: '0',
-          id: randomUUID(),
-          'detail-type': 'Scheduled Event',
-          source: 'aws.events',
-          time: `2026-11-30T10:${String(minute % 30).padStart(2, '0')}:00Z`,
-          detail: {},
-        };
-        const deadline = Date.now() + 10_000;
-        await Promise.all(
-          lambdas.map((drain, instance) =>
-            drain(event, {
-              getRemainingTimeInMillis: () => deadline - Date.now(),
-              awsRequestId: `${event.id}-${instance}`,
-            }),
-          ),
+      const pending = async () =>
+        Number(
+          (
+            await database.pool.query<{ n: string }>(
+              "SELECT count(*) AS n FROM outbox.messages WHERE state IN ('pending', 'claimed')",
+            )
+          ).rows[0]!.n,
         );
-        runs.lambda += 2;
-        runs.duplicateEvents += 1;
-      }
-    };
-    await Promise.all([app, workerLane(), workerLane(), lambdaLanes()]);
-    for (const schedule of schedules) await schedule.stop();
+      const busy = async () => writing || (await pending()) > 0;
+      const runs = { node: 0, workers: 0, lambda: 0, duplicateEvents: 0 };
 
-    const { rows } = await database.pool.query<{ key: string; state: string }>(
-      'SELECT key::text AS key, state FROM outbox.all_messages',
-    );
-    const committed = rows.map((row) => row.key);
-    expect(rows.filter((row) => row.state !== 'delivered')).toEqual([]);
-    expect(committed.sort()).toEqual([...committedIntent].sort());
-    const result = account(ledger.deliveries, committed, rolledBack);
-    expect(result.lost).toEqual([]);
-    expect(result.rolledBackSent).toEqual([]);
-    // No kill here: a message sent twice would be two drains sending it under one lease.
-    const twice = await database.pool.query(
-      'SELECT attempts, last_error FROM outbox.all_messages WHERE key = ANY($1::uuid[]) LIMIT 5',
-      [[...result.duplicated.keys()]],
-    );
-    expect(twice.rows).toEqual([]);
-    expect(result.extraDeliveries).toBe(0);
-    expect(runs.workers).toBeGreaterThan(0);
-    expect(runs.lambda).toBeGreaterThan(0);
+      // 4 Node drain schedules, in-process, over node-pg.
+      const schedules = Array.from({ length: 4 }, () =>
+        startDrainSchedule(
+          ownDrainSetup(pgExecutor(database.pool), {
+            webhookSecret: secret,
+            allowHosts: [`127.0.0.1:${ledger.port}`],
+          }),
+          {
+            intervalMs: 50,
+            // A cron-sized budget: sends get 10 s, as in production. (A 1 s budget gives 500 ms
+            // sends, which time out under this load after the receiver took them: resent, same key.)
+            budgetMs: 20_000,
+            purgeIntervalMs: false,
+            logRuns: false,
+            onTick: () => {
+              runs.node += 1;
+            },
+          },
+        ),
+      );
+      // 2 lanes of Worker cron invocations in workerd (Neon HTTP, 50 subrequests each).
+      const workerLane = async () => {
+        while (await busy()) {
+          const response = await worker.scheduled('* * * * *');
+          expect(response.status).toBe(200);
+          runs.workers += 1;
+        }
+      };
+      // 2 warm Lambda instances receiving the same EventBridge event at once, event after event.
+      const lambdaLanes = async () => {
+        for (let minute = 0; await busy(); minute++) {
+          const event = {
+            version: '0',
+            id: randomUUID(),
+            'detail-type': 'Scheduled Event',
+            source: 'aws.events',
+            time: `2026-11-30T10:${String(minute % 30).padStart(2, '0')}:00Z`,
+            detail: {},
+          };
+          const deadline = Date.now() + 10_000;
+          await Promise.all(
+            lambdas.map((drain, instance) =>
+              drain(event, {
+                getRemainingTimeInMillis: () => deadline - Date.now(),
+                awsRequestId: `${event.id}-${instance}`,
+              }),
+            ),
+          );
+          runs.lambda += 2;
+          runs.duplicateEvents += 1;
+        }
+      };
+      await Promise.all([app, workerLane(), workerLane(), lambdaLanes()]);
+      for (const schedule of schedules) await schedule.stop();
 
-    recordScenario('overlap', {
-      scenario: `overlap under load: 4 Node schedules + 2 wrangler cron lanes + 2 Lambda instances (each EventBridge event twice), own-app`,
-      runs: runs.node + runs.workers + runs.lambda,
-      messages: committed.length,
-      faults: rolledBack.length / MESSAGES_PER_TRANSACTION + runs.duplicateEvents,
-      injected: `${rolledBack.length} messages in rolled-back transactions; ${runs.duplicateEvents} EventBridge events delivered twice`,
-      lost: result.lost.length,
-      duplicated: result.extraDeliveries,
-      rolledBackSent: result.rolledBackSent.length,
-      duplicatesAllowed: '',
-    });
-  });
+      const { rows } = await database.pool.query<{ key: string; state: string }>(
+        'SELECT key::text AS key, state FROM outbox.all_messages',
+      );
+      const committed = rows.map((row) => row.key);
+      expect(rows.filter((row) => row.state !== 'delivered')).toEqual([]);
+      expect(committed.sort()).toEqual([...committedIntent].sort());
+      const result = account(ledger.deliveries, committed, rolledBack);
+      expect(result.lost).toEqual([]);
+      expect(result.rolledBackSent).toEqual([]);
+      // No kill here: a message sent twice would be two drains sending it under one lease.
+      const twice = await database.pool.query(
+        'SELECT attempts, last_error FROM outbox.all_messages WHERE key = ANY($1::uuid[]) LIMIT 5',
+        [[...result.duplicated.keys()]],
+      );
+      expect(twice.rows).toEqual([]);
+      expect(result.extraDeliveries).toBe(0);
+      expect(runs.workers).toBeGreaterThan(0);
+      expect(runs.lambda).toBeGreaterThan(0);
+
+      recordScenario('overlap', {
+        scenario: `overlap under load: 4 Node schedules + 2 wrangler cron lanes + 2 Lambda instances (each EventBridge event twice), own-app`,
+        runs: runs.node + runs.workers + runs.lambda,
+        messages: committed.length,
+        faults: rolledBack.length / MESSAGES_PER_TRANSACTION + runs.duplicateEvents,
+        injected: `${rolledBack.length} messages in rolled-back transactions; ${runs.duplicateEvents} EventBridge events delivered twice`,
+        lost: result.lost.length,
+        duplicated: result.extraDeliveries,
+        rolledBackSent: result.rolledBackSent.length,
+        duplicatesAllowed: '',
+      });
+    },
+    LONG_SCENARIO_TIMEOUT_MS,
+  );
 });
 
 describe('a slow receiver and a slow database', () => {
