@@ -67,6 +67,17 @@ async function expectKeptGenericPlan(client: pg.Client, marker: string): Promise
   expect(rows[0]!.custom).toBeLessThanOrEqual(5);
 }
 
+/**
+ * Leaves `schema`'s messages to the test's own ANALYZE: an autovacuum that analyzes the table
+ * partway through the claims (when it runs depends on the machine's load) makes PostgreSQL plan
+ * the prepared claim again on other statistics, and what the test reads is then that plan's
+ * history, not the one it set up. (Once, with two other suites beside it on 2 cores, the cursor
+ * test below found no generic plan on PostgreSQL 14; it passed alone and under five busy loops.)
+ */
+async function analyzedOnlyByTheTest(client: pg.Client, schema: string): Promise<void> {
+  await client.query(`ALTER TABLE ${schema}.messages SET (autovacuum_enabled = false)`);
+}
+
 describe('the claim statement', () => {
   let client: pg.Client | undefined;
   afterEach(async () => {
@@ -79,6 +90,7 @@ describe('the claim statement', () => {
     const db = pgExecutor(client);
     const outbox = createOutbox({ schema: 'claim_plan', kinds: { 'test.kind': true } });
     await outbox.migrate(db);
+    await analyzedOnlyByTheTest(client, 'claim_plan');
     await outbox.enqueue(
       db,
       Array.from({ length: 200 }, (_, n) => ({ kind: 'test.kind', payload: { n } })),
@@ -112,6 +124,7 @@ describe('the claim statement', () => {
     const db = pgExecutor(client);
     const outbox = createOutbox({ schema: 'later_generic', kinds: { 'test.kind': true } });
     await outbox.migrate(db);
+    await analyzedOnlyByTheTest(client, 'later_generic');
     // 10,000 due in ten minutes (parked at a pause's end, or backing off), 2,000 due now.
     await enqueueThousands(outbox, db, 12_000, (n) => (n < 10_000 ? { delayMs: 600_000 } : {}));
     await client.query(
@@ -136,6 +149,7 @@ describe('the claim statement', () => {
     const db = pgExecutor(client);
     const outbox = createOutbox({ schema: 'cursor_generic', kinds: { 'test.kind': true } });
     await outbox.migrate(db);
+    await analyzedOnlyByTheTest(client, 'cursor_generic');
     await enqueueThousands(outbox, db, 30_000);
     await client.query('VACUUM ANALYZE cursor_generic.messages');
     const store = outbox.store(db);
@@ -157,6 +171,7 @@ describe('the claim statement', () => {
     const db = pgExecutor(client);
     const outbox = createOutbox({ schema: 'walk_growth', kinds: { 'test.kind': true } });
     await outbox.migrate(db);
+    await analyzedOnlyByTheTest(client, 'walk_growth');
     const overTenKeys = (n: number) => ({ orderingKey: `key-${n % 10}` });
     await enqueueThousands(outbox, db, 4_000, overTenKeys);
     await client.query('VACUUM ANALYZE walk_growth.messages');
@@ -363,34 +378,4 @@ describe('the walk beside unkeyed rows', () => {
       .reduce((sum, node) => sum + (node['Actual Rows'] ?? 0) * (node['Actual Loops'] ?? 0), 0);
     expect(keyRowsRead).toBeLessThan(100);
   });
-});
-
-describe("the walk's plan", () => {
-  it.each([false, true])(
-    'tests each key head and looks up its held run once a step (shares only: %s)',
-    async (sharesOnly) => {
-      const db = pgExecutor(database.pool);
-      const schema = `walk_once_${sharesOnly ? 'shares' : 'whole'}`;
-      const outbox = createOutbox({ schema, kinds: { 'test.kind': true } });
-      await outbox.migrate(db);
-      await enqueueThousands(outbox, db, 50, (n) => ({ orderingKey: `key-${n % 5}` }));
-      const request = claimRequest({ limit: 10 });
-      const shape = { limit: 10, share: 2, after: false, keyed: 'walk' as const, sharesOnly };
-      const plan = await planAsRun(
-        database.pool,
-        outboxStatements(schema).claimDueMessages(shape),
-        dueClaimParameters({ ...request, keyShare: 2 }, sharedClaimParameters(request), shape),
-      );
-      // A step's head, its claimable test and the held run it may continue are each read in
-      // several places of the step. Inlined into each, every copy is planned (on every claim
-      // over Neon's HTTP driver) and the held run was looked up twice a step: the walk's text
-      // took 2.28 ms to plan against 1.91 ms with one copy of each.
-      const walk = allNodes(plan).find((node) => node['Subplan Name'] === 'CTE walk')!;
-      const inWalk = allNodes(walk);
-      expect(inWalk.filter((node) => node['CTE Name'] === 'held')).toHaveLength(1);
-      const destinationTests = inWalk.filter((node) => node['Relation Name'] === 'destinations');
-      // The head's test and the followers' test.
-      expect(destinationTests).toHaveLength(2);
-    },
-  );
 });
